@@ -1,0 +1,347 @@
+// Builds the project's OCI images without a Docker engine: a root filesystem staged in a directory, one
+// uncompressed layer, and an OCI layout archive that `ctr -n k8s.io images import` accepts. Each image is rebuilt
+// only when its content hash changes, so a warm `cluster:up` skips this work.
+//
+// Images: localhost/weft:dev (Deno + project code + npm cache + iptables), localhost/pause:weft (the sandbox
+// image containerd starts for every pod), localhost/coredns:weft (cluster DNS).
+//
+// CLI: `deno run -A images/build.ts [--cache DIR]` builds all three and prints the archive paths.
+
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const WEFT_IMAGE = "localhost/weft:dev";
+export const PAUSE_IMAGE = "localhost/pause:weft";
+export const COREDNS_IMAGE = "localhost/coredns:weft";
+
+/** Where the project code lives inside the weft image; also its working directory. */
+export const APP_DIR = "/app";
+const DENO_DIR_IN_IMAGE = "/deno-dir";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+const HERE = dirname(fileURLToPath(import.meta.url));
+
+/** Entry points whose dependencies are cached into the image; the ones that exist are used. */
+const ENTRY_POINTS = [
+  "control/main.ts",
+  "proxy/main.ts",
+  "init/main.ts",
+  "tests/cluster/demo/server.ts",
+  "tests/cluster/demo/webhook.ts",
+];
+/** Project paths copied into the image. */
+const APP_PATHS = ["deno.json", "deno.lock", "proto", "control", "proxy", "init", "tests/cluster/demo"];
+
+export interface BuiltImage {
+  name: string;
+  archive: string;
+  /** sha256 digest of the image manifest, as containerd lists it. */
+  digest: string;
+  rebuilt: boolean;
+}
+
+export interface BuildOptions {
+  cacheDir: string;
+  corednsBinary: string;
+  log: (s: string) => void;
+}
+
+async function run(cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) {
+  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped", ...opts }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  if (!out.success) {
+    throw new Error(`${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr).trim()}`);
+  }
+  return text;
+}
+
+async function sha256File(path: string): Promise<string> {
+  return (await run("sha256sum", [path])).split(" ")[0];
+}
+
+async function sha256Bytes(data: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", data as Uint8Array<ArrayBuffer>);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function* walk(path: string): AsyncGenerator<string> {
+  const info = await Deno.lstat(path);
+  if (!info.isDirectory) {
+    yield path;
+    return;
+  }
+  const names: string[] = [];
+  for await (const e of Deno.readDir(path)) names.push(e.name);
+  for (const n of names.sort()) yield* walk(join(path, n));
+}
+
+/** Hash of file paths and contents, so a content change (not a timestamp) triggers a rebuild. */
+async function hashTree(root: string, paths: string[], extra: string[]): Promise<string> {
+  const h: string[] = [...extra];
+  for (const p of paths) {
+    const abs = join(root, p);
+    if (!(await exists(abs))) continue;
+    for await (const f of walk(abs)) {
+      h.push(relative(root, f), await sha256Bytes(await Deno.readFile(f)));
+    }
+  }
+  return await sha256Bytes(new TextEncoder().encode(h.join("\n")));
+}
+
+/** Copies a host file into the rootfs at the same path, resolving symlinks to their target's content. */
+async function copyHost(rootfs: string, path: string, as = path) {
+  const dest = join(rootfs, as);
+  await Deno.mkdir(dirname(dest), { recursive: true });
+  await Deno.copyFile(await Deno.realPath(path), dest);
+  await Deno.chmod(dest, (await Deno.stat(path)).mode! & 0o7777);
+}
+
+/** The shared libraries a dynamically linked binary loads, from ldd. */
+async function libsOf(binary: string): Promise<string[]> {
+  const out = await run("ldd", [binary]);
+  const libs: string[] = [];
+  for (const line of out.split("\n")) {
+    const m = line.match(/=>\s+(\/\S+)/) ?? line.match(/^\s+(\/\S+)\s+\(/);
+    if (m) libs.push(m[1]);
+  }
+  return libs;
+}
+
+interface OciConfig {
+  entrypoint?: string[];
+  cmd?: string[];
+  env?: string[];
+  workingDir?: string;
+}
+
+/** Writes an OCI layout archive of one uncompressed layer made from `rootfs`. Returns the manifest digest. */
+async function writeOciArchive(rootfs: string, work: string, name: string, cfg: OciConfig, archive: string) {
+  const layout = join(work, "layout");
+  await Deno.remove(layout, { recursive: true }).catch(() => {});
+  const blobs = join(layout, "blobs", "sha256");
+  await Deno.mkdir(blobs, { recursive: true });
+  // Fixed owner and mtime keep the layer digest a function of the content only.
+  const layer = join(work, "layer.tar");
+  await run("tar", [
+    "--sort=name",
+    "--owner=0",
+    "--group=0",
+    "--numeric-owner",
+    "--mtime=@0",
+    "-C",
+    rootfs,
+    "-cf",
+    layer,
+    ".",
+  ]);
+  const layerDigest = await sha256File(layer);
+  const layerSize = (await Deno.stat(layer)).size;
+  await Deno.rename(layer, join(blobs, layerDigest));
+
+  const enc = (o: unknown) => new TextEncoder().encode(JSON.stringify(o));
+  const blob = async (o: unknown) => {
+    const bytes = enc(o);
+    const digest = await sha256Bytes(bytes);
+    await Deno.writeFile(join(blobs, digest), bytes);
+    return { digest: `sha256:${digest}`, size: bytes.length };
+  };
+  const config = await blob({
+    architecture: "amd64",
+    os: "linux",
+    config: {
+      Entrypoint: cfg.entrypoint,
+      Cmd: cfg.cmd,
+      Env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", ...(cfg.env ?? [])],
+      WorkingDir: cfg.workingDir ?? "/",
+    },
+    rootfs: { type: "layers", diff_ids: [`sha256:${layerDigest}`] },
+  });
+  const manifest = await blob({
+    schemaVersion: 2,
+    mediaType: "application/vnd.oci.image.manifest.v1+json",
+    config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
+    layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar", digest: `sha256:${layerDigest}`, size: layerSize }],
+  });
+  await Deno.writeTextFile(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
+  await Deno.writeTextFile(
+    join(layout, "index.json"),
+    JSON.stringify({
+      schemaVersion: 2,
+      manifests: [{
+        mediaType: "application/vnd.oci.image.manifest.v1+json",
+        ...manifest,
+        annotations: { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name.split(":")[1] },
+      }],
+    }),
+  );
+  const tmp = `${archive}.tmp`;
+  await run("tar", ["-C", layout, "-cf", tmp, "oci-layout", "index.json", "blobs"]);
+  await Deno.rename(tmp, archive);
+  await Deno.remove(layout, { recursive: true });
+  return manifest.digest;
+}
+
+/** Builds one image when its input hash changed; `stage` fills the rootfs. */
+async function buildImage(
+  opts: BuildOptions,
+  key: string,
+  name: string,
+  inputHash: string,
+  cfg: OciConfig,
+  stage: (rootfs: string) => Promise<void>,
+): Promise<BuiltImage> {
+  const work = join(opts.cacheDir, key);
+  const archive = join(opts.cacheDir, `${key}.oci.tar`);
+  const stampFile = join(opts.cacheDir, `${key}.stamp.json`);
+  try {
+    const stamp = JSON.parse(await Deno.readTextFile(stampFile)) as { hash: string; digest: string };
+    if (stamp.hash === inputHash && (await exists(archive))) {
+      return { name, archive, digest: stamp.digest, rebuilt: false };
+    }
+  } catch { /* no stamp yet */ }
+  opts.log(`image ${name}: building`);
+  const start = Date.now();
+  await Deno.remove(work, { recursive: true }).catch(() => {});
+  const rootfs = join(work, "rootfs");
+  await Deno.mkdir(rootfs, { recursive: true });
+  await stage(rootfs);
+  const digest = await writeOciArchive(rootfs, work, name, cfg, archive);
+  await Deno.remove(work, { recursive: true });
+  await Deno.writeTextFile(stampFile, JSON.stringify({ hash: inputHash, digest }));
+  const mb = ((await Deno.stat(archive)).size / 1e6).toFixed(0);
+  opts.log(`image ${name}: built ${mb} MB in ${((Date.now() - start) / 1000).toFixed(1)}s`);
+  return { name, archive, digest, rebuilt: true };
+}
+
+async function buildPause(opts: BuildOptions): Promise<BuiltImage> {
+  const src = join(HERE, "pause");
+  const bin = join(opts.cacheDir, "pause-bin");
+  await run("/usr/local/go/bin/go", ["build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."], {
+    cwd: src,
+    env: { CGO_ENABLED: "0", GOFLAGS: "-mod=mod -buildvcs=false" },
+  });
+  const hash = await sha256File(bin);
+  return await buildImage(opts, "pause", PAUSE_IMAGE, hash, { entrypoint: ["/pause"] }, async (rootfs) => {
+    await copyHost(rootfs, bin, "/pause");
+  });
+}
+
+async function buildCoreDns(opts: BuildOptions): Promise<BuiltImage> {
+  const hash = await sha256File(opts.corednsBinary);
+  const cfg = { entrypoint: ["/coredns"] };
+  return await buildImage(opts, "coredns", COREDNS_IMAGE, hash, cfg, async (rootfs) => {
+    await copyHost(rootfs, opts.corednsBinary, "/coredns");
+  });
+}
+
+const IPTABLES_TOOLS = [
+  "iptables",
+  "iptables-save",
+  "iptables-restore",
+  "ip6tables",
+  "ip6tables-save",
+  "ip6tables-restore",
+];
+
+async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
+  const deno = Deno.execPath();
+  const multi = "/usr/sbin/xtables-nft-multi";
+  const versions = await run("dpkg-query", ["-W", "iptables", "libc6", "libnftnl11", "libmnl0"]);
+  const entries: string[] = [];
+  for (const e of ENTRY_POINTS) if (await exists(join(REPO, e))) entries.push(e);
+  const hash = await hashTree(REPO, [...APP_PATHS, "images/build.ts"], [
+    Deno.version.deno,
+    await sha256File(deno),
+    versions,
+    ...entries,
+  ]);
+  const cfg: OciConfig = {
+    entrypoint: ["/usr/local/bin/deno"],
+    cmd: ["run", "-A", "--cached-only", "tests/cluster/demo/server.ts"],
+    env: [`DENO_DIR=${DENO_DIR_IN_IMAGE}`, "DENO_NO_UPDATE_CHECK=1", "DENO_NO_PROMPT=1", "HOME=/root"],
+    workingDir: APP_DIR,
+  };
+  return await buildImage(opts, "weft", WEFT_IMAGE, hash, cfg, async (rootfs) => {
+    // Deno and iptables are dynamically linked against the host's glibc: ship exactly the libraries they load.
+    await copyHost(rootfs, deno, "/usr/local/bin/deno");
+    await copyHost(rootfs, multi);
+    for (const t of IPTABLES_TOOLS) await Deno.symlink("xtables-nft-multi", join(rootfs, "usr/sbin", t));
+    const libs = new Set([...(await libsOf(deno)), ...(await libsOf(multi))]);
+    for (const l of libs) await copyHost(rootfs, l);
+    // iptables loads its match and target extensions at run time.
+    for await (const f of walk("/usr/lib/x86_64-linux-gnu/xtables")) await copyHost(rootfs, f);
+    for (const f of ["/etc/protocols", "/etc/services", "/etc/ethertypes"]) {
+      if (await exists(f)) await copyHost(rootfs, f);
+    }
+    await Deno.mkdir(join(rootfs, "etc"), { recursive: true });
+    await Deno.writeTextFile(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/false\n");
+    await Deno.writeTextFile(join(rootfs, "etc/group"), "root:x:0:\n");
+    await Deno.writeTextFile(join(rootfs, "etc/nsswitch.conf"), "hosts: files dns\n");
+    for (const d of ["tmp", "root", "run", "var/run"]) await Deno.mkdir(join(rootfs, d), { recursive: true });
+    await Deno.chmod(join(rootfs, "tmp"), 0o1777);
+    // The iptables lock file lives in /run; an empty one saves a "could not open lock" warning.
+    await Deno.writeTextFile(join(rootfs, "run/xtables.lock"), "");
+
+    const app = join(rootfs, APP_DIR);
+    for (const p of APP_PATHS) {
+      const src = join(REPO, p);
+      if (!(await exists(src))) continue;
+      for await (const f of walk(src)) {
+        const dest = join(app, relative(REPO, f));
+        await Deno.mkdir(dirname(dest), { recursive: true });
+        await Deno.copyFile(f, dest);
+      }
+    }
+    // Nothing may be downloaded when a pod runs: cache every npm and remote dependency of the entry points
+    // into a DENO_DIR kept across builds on the host, then ship a copy.
+    const denoDir = join(opts.cacheDir, "deno-dir");
+    if (entries.length > 0) {
+      opts.log(`image ${WEFT_IMAGE}: deno cache ${entries.join(" ")}`);
+      await run(deno, ["cache", ...entries], { cwd: app, env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" } });
+    }
+    await run("cp", ["-a", denoDir, join(rootfs, DENO_DIR_IN_IMAGE)]);
+  });
+}
+
+/** Builds every image the cluster needs (only those whose inputs changed). */
+export async function buildImages(opts: BuildOptions): Promise<BuiltImage[]> {
+  await Deno.mkdir(join(opts.cacheDir, "deno-dir"), { recursive: true });
+  return [await buildPause(opts), await buildCoreDns(opts), await buildWeft(opts)];
+}
+
+/**
+ * Imports the images into containerd's CRI namespace unless the same manifest digest is already there.
+ * `ctr` is given the socket of the cluster's containerd.
+ */
+export async function importImages(images: BuiltImage[], address: string, log: (s: string) => void) {
+  const listed = await run("ctr", ["-a", address, "-n", "k8s.io", "images", "ls"]);
+  for (const img of images) {
+    const present = listed.split("\n").some((l) => {
+      const cols = l.split(/\s+/);
+      return cols[0] === img.name && cols.includes(img.digest);
+    });
+    if (present) continue;
+    log(`image ${img.name}: importing into containerd`);
+    await run("ctr", ["-a", address, "-n", "k8s.io", "images", "import", img.archive]);
+  }
+}
+
+if (import.meta.main) {
+  const i = Deno.args.indexOf("--cache");
+  const cacheDir = i >= 0 ? Deno.args[i + 1] : "/var/cache/weft/images";
+  const j = Deno.args.indexOf("--coredns");
+  const corednsBinary = j >= 0 ? Deno.args[j + 1] : "/var/cache/weft/cluster/coredns-v1.14.7/coredns";
+  await Deno.mkdir(cacheDir, { recursive: true });
+  for (const img of await buildImages({ cacheDir, corednsBinary, log: console.log })) {
+    console.log(`${img.name} ${img.digest} ${img.archive}${img.rebuilt ? " (rebuilt)" : ""}`);
+  }
+}

@@ -1,0 +1,3 @@
+module weft.local/images/pause
+
+go 1.24.0

@@ -1,0 +1,26 @@
+/** Well-known ports shared by the proxy, the control plane, init and the injector. */
+export const Ports = {
+  /** Proxy inbound listener; iptables redirects inbound TCP here, meshed peers connect here directly. */
+  proxyInbound: 4143,
+  /** Proxy outbound listener; iptables redirects the app's outbound TCP here. */
+  proxyOutbound: 4140,
+  /** Proxy admin server: /live, /ready, /metrics. */
+  proxyAdmin: 4191,
+  /** Proxy control (tap) server. */
+  proxyControl: 4190,
+  /** Destination gRPC (Destination.Get, GetProfile). */
+  destination: 8086,
+  /** Policy gRPC (InboundServerPolicies, OutboundPolicies). */
+  policy: 8090,
+  /** Identity gRPC (Identity.Certify). */
+  identity: 8080,
+} as const;
+
+/** Default UID the proxy runs as; init exempts its traffic from the outbound redirect. */
+export const DEFAULT_PROXY_UID = 2102;
+
+/** Inbound ports never redirected to the proxy: its own admin and control ports. */
+export const DEFAULT_INBOUND_PORTS_TO_IGNORE: readonly number[] = [Ports.proxyControl, Ports.proxyAdmin];
+
+/** Ports treated as opaque (no protocol detection) unless configured otherwise: server-speaks-first protocols. */
+export const DEFAULT_OPAQUE_PORTS: readonly number[] = [25, 587, 3306, 4444, 5432, 6379, 9300, 11211];

@@ -1,0 +1,131 @@
+/**
+ * `deno task test`: runs every tier and ends with one line `N passed, N failed, N skipped`.
+ *
+ *   deno task test              checks + unit tiers + cluster tier
+ *   deno task test --unit       checks + unit tiers only
+ *   deno task test --cluster    cluster tier only
+ *   deno task test --no-checks  skip fmt/lint/type/generated-code checks
+ *
+ * The cluster tier uses the cluster in KUBECONFIG when set, otherwise starts the local one
+ * (tests/cluster). Under CI (CI=true) an unavailable cluster is a failure, not a skip.
+ */
+import { addOutcome, countJunit, emptyOutcome, type Outcome } from "./lib/junit.ts";
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const args = new Set(Deno.args);
+const onlyUnit = args.has("--unit");
+const onlyCluster = args.has("--cluster");
+const runChecks = !args.has("--no-checks") && !onlyCluster;
+const inCi = Deno.env.get("CI") === "true";
+const deno = Deno.execPath();
+
+const total = emptyOutcome();
+
+function log(line: string): void {
+  console.log(`[test] ${line}`);
+}
+
+async function run(cmd: string, argv: string[], env?: Record<string, string>): Promise<number> {
+  const child = new Deno.Command(cmd, { args: argv, cwd: root, env, stdout: "inherit", stderr: "inherit" }).spawn();
+  return (await child.status).code;
+}
+
+async function check(name: string, cmd: string, argv: string[]): Promise<void> {
+  log(`check: ${name}`);
+  const code = await run(cmd, argv);
+  if (code === 0) total.passed++;
+  else {
+    total.failed++;
+    total.failures.push(`check: ${name} (exit ${code})`);
+  }
+}
+
+async function walkTests(dir: string, out: string[]): Promise<void> {
+  for await (const e of Deno.readDir(dir)) {
+    if (e.name.startsWith(".") || e.name === "node_modules" || e.name === "gen") continue;
+    const p = `${dir}/${e.name}`;
+    if (e.isDirectory) await walkTests(p, out);
+    else if (e.isFile && e.name.endsWith("_test.ts")) out.push(p.slice(root.length + 1));
+  }
+}
+
+/** Cluster-tier tests live under tests/ (except tests/lib, which holds unit tests of helpers). */
+function isClusterTest(path: string): boolean {
+  return path.startsWith("tests/") && !path.startsWith("tests/lib/");
+}
+
+async function denoTest(tier: string, files: string[], env?: Record<string, string>): Promise<Outcome> {
+  if (files.length === 0) {
+    log(`${tier}: no test files`);
+    return emptyOutcome();
+  }
+  const junit = await Deno.makeTempFile({ prefix: `weft-${tier}-`, suffix: ".xml" });
+  log(`${tier}: ${files.length} test files`);
+  const code = await run(deno, ["test", "-A", "--no-check=remote", `--junit-path=${junit}`, ...files], env);
+  let out = emptyOutcome();
+  try {
+    out = countJunit(await Deno.readTextFile(junit));
+  } catch {
+    // No report: the run died before writing one (e.g. a module failed to load).
+  }
+  await Deno.remove(junit).catch(() => {});
+  if (code !== 0 && out.failed === 0) {
+    // A module that fails to type-check or load fails the run without a failing test case.
+    out.failed++;
+    out.failures.push(`${tier}: deno test exited ${code} without a failing test (module load error?)`);
+  }
+  return out;
+}
+
+async function clusterEnv(): Promise<Record<string, string> | string> {
+  const existing = Deno.env.get("KUBECONFIG");
+  if (existing) return { KUBECONFIG: existing };
+  const ensurePath = `${root}/tests/cluster/ensure.ts`;
+  try {
+    await Deno.stat(ensurePath);
+  } catch {
+    return "no KUBECONFIG and no local cluster support (tests/cluster/ensure.ts) yet";
+  }
+  const mod = await import(`file://${ensurePath}`);
+  const res = await mod.ensureCluster({ log: (s: string) => log(`cluster: ${s}`) });
+  if ("kubeconfig" in res) return { KUBECONFIG: res.kubeconfig };
+  return `local cluster unavailable: ${res.unavailable}`;
+}
+
+const files: string[] = [];
+await walkTests(root, files);
+files.sort();
+
+if (runChecks) {
+  await check("deno fmt --check", deno, ["fmt", "--check"]);
+  await check("deno lint", deno, ["lint"]);
+  await check("deno check (type-check everything)", deno, ["check", "."]);
+  await check("proto/gen is up to date", "bash", ["proto/gen.sh", "--check"]);
+}
+
+if (!onlyCluster) addOutcome(total, await denoTest("unit", files.filter((f) => !isClusterTest(f))));
+
+if (!onlyUnit) {
+  const clusterFiles = files.filter(isClusterTest);
+  if (clusterFiles.length === 0) log("cluster: no cluster test files");
+  else {
+    const env = await clusterEnv();
+    if (typeof env === "string") {
+      log(`cluster tier not run: ${env}`);
+      if (inCi) {
+        total.failed++;
+        total.failures.push(`cluster tier: ${env}`);
+      } else total.skipped += clusterFiles.length;
+    } else {
+      log(`cluster: using KUBECONFIG=${env.KUBECONFIG}`);
+      addOutcome(total, await denoTest("cluster", clusterFiles, env));
+    }
+  }
+}
+
+if (total.failures.length > 0) {
+  log("failures:");
+  for (const f of total.failures) log(`  ${f}`);
+}
+console.log(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
+Deno.exit(total.failed > 0 ? 1 : 0);
