@@ -169,7 +169,11 @@ async function writeOciArchive(rootfs: string, work: string, name: string, cfg: 
     schemaVersion: 2,
     mediaType: "application/vnd.oci.image.manifest.v1+json",
     config: { mediaType: "application/vnd.oci.image.config.v1+json", ...config },
-    layers: [{ mediaType: "application/vnd.oci.image.layer.v1.tar", digest: `sha256:${layerDigest}`, size: layerSize }],
+    layers: [{
+      mediaType: "application/vnd.oci.image.layer.v1.tar",
+      digest: `sha256:${layerDigest}`,
+      size: layerSize,
+    }],
   });
   await Deno.writeTextFile(join(layout, "oci-layout"), JSON.stringify({ imageLayoutVersion: "1.0.0" }));
   await Deno.writeTextFile(
@@ -179,7 +183,10 @@ async function writeOciArchive(rootfs: string, work: string, name: string, cfg: 
       manifests: [{
         mediaType: "application/vnd.oci.image.manifest.v1+json",
         ...manifest,
-        annotations: { "io.containerd.image.name": name, "org.opencontainers.image.ref.name": name.split(":")[1] },
+        annotations: {
+          "io.containerd.image.name": name,
+          "org.opencontainers.image.ref.name": name.split(":")[1],
+        },
       }],
     }),
   );
@@ -306,7 +313,10 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
     const denoDir = join(opts.cacheDir, "deno-dir");
     if (entries.length > 0) {
       opts.log(`image ${WEFT_IMAGE}: deno cache ${entries.join(" ")}`);
-      await run(deno, ["cache", ...entries], { cwd: app, env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" } });
+      await run(deno, ["cache", ...entries], {
+        cwd: app,
+        env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
+      });
     }
     await run("cp", ["-a", denoDir, join(rootfs, DENO_DIR_IN_IMAGE)]);
   });

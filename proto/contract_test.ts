@@ -51,7 +51,9 @@ async function compiledDescriptors(): Promise<File[]> {
   try {
     await Deno.stat(buf);
   } catch {
-    throw new Error(`buf is not installed at ${buf}: run 'npm ci --prefix tools/codegen' (or deno task gen:proto)`);
+    throw new Error(
+      `buf is not installed at ${buf}: run 'npm ci --prefix tools/codegen' (or deno task gen:proto)`,
+    );
   }
   const out = await new Deno.Command(buf, {
     args: ["build", "--exclude-source-info", "--exclude-imports", "-o", "-#format=json"],
@@ -100,10 +102,14 @@ function render(files: File[]): Set<string> {
       const t = typeOf(fd);
       if (t.startsWith("map<")) extra = " map";
       else if (fd.label === "LABEL_REPEATED") extra = " repeated";
-      else if (fd.oneofIndex !== undefined && !fd.proto3Optional) extra = ` oneof:${m.oneofDecl![fd.oneofIndex].name}`;
+      else if (fd.oneofIndex !== undefined && !fd.proto3Optional) {
+        extra = ` oneof:${m.oneofDecl![fd.oneofIndex].name}`;
+      }
       lines.add(`${fq} ${fd.number} ${fd.name} ${t}${extra}`);
     }
-    for (const r of m.reservedRange ?? []) for (let n = r.start; n < r.end; n++) lines.add(`reserved ${fq} ${n}`);
+    for (const r of m.reservedRange ?? []) {
+      for (let n = r.start; n < r.end; n++) lines.add(`reserved ${fq} ${n}`);
+    }
     for (const n of m.reservedName ?? []) lines.add(`reserved-name ${fq} ${n}`);
     for (const n of m.nestedType ?? []) renderMessage(`${fq}.${n.name}`, n);
     for (const e of m.enumType ?? []) renderEnum(`${fq}.${e.name}`, e);

@@ -18,7 +18,9 @@ Deno.test("truncated, mistagged and over-long inputs are rejected with the type'
   for (const [why, bytes] of cases) {
     assert.throws(
       () => decodeMessage(Update, "io.linkerd.proxy.destination.Update", bytes),
-      (e: unknown) => e instanceof ProtoDecodeError && /Cannot decode io\.linkerd\.proxy\.destination\.Update/.test(e.message),
+      (e: unknown) =>
+        e instanceof ProtoDecodeError &&
+        /Cannot decode io\.linkerd\.proxy\.destination\.Update/.test(e.message),
       why,
     );
   }

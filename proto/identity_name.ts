@@ -20,7 +20,9 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 export function dnsLabelProblem(label: string): string | undefined {
   if (label.length === 0) return "is empty";
   if (label.length > 63) return `is ${label.length} characters long, want at most 63`;
-  if (!DNS_LABEL.test(label)) return "must consist of lower-case letters, digits and '-', starting and ending with a letter or digit";
+  if (!DNS_LABEL.test(label)) {
+    return "must consist of lower-case letters, digits and '-', starting and ending with a letter or digit";
+  }
   return undefined;
 }
 
@@ -42,10 +44,13 @@ export function formatWorkloadIdentity(id: WorkloadIdentity): string {
     throw new IdentityNameError(`service account "${id.serviceAccount}" must be a single DNS label`);
   }
   checkLabels("namespace", id.namespace);
-  if (id.namespace.includes(".")) throw new IdentityNameError(`namespace "${id.namespace}" must be a single DNS label`);
+  if (id.namespace.includes(".")) {
+    throw new IdentityNameError(`namespace "${id.namespace}" must be a single DNS label`);
+  }
   checkLabels("control-plane namespace", id.controlPlaneNamespace);
   checkLabels("trust domain", id.trustDomain);
-  const name = `${id.serviceAccount}.${id.namespace}.${KIND}.identity.${id.controlPlaneNamespace}.${id.trustDomain}`;
+  const name =
+    `${id.serviceAccount}.${id.namespace}.${KIND}.identity.${id.controlPlaneNamespace}.${id.trustDomain}`;
   if (name.length > 253) throw new IdentityNameError(`identity "${name}" is longer than 253 characters`);
   return name;
 }
@@ -65,7 +70,9 @@ export function parseWorkloadIdentity(
   }
   const head = name.slice(0, -suffix.length).split(".");
   if (head.length !== 2) {
-    throw new IdentityNameError(`identity "${name}" must start with "<serviceaccount>.<namespace>", got ${head.length} labels`);
+    throw new IdentityNameError(
+      `identity "${name}" must start with "<serviceaccount>.<namespace>", got ${head.length} labels`,
+    );
   }
   const id = { serviceAccount: head[0], namespace: head[1], controlPlaneNamespace, trustDomain };
   formatWorkloadIdentity(id);
@@ -78,7 +85,9 @@ export function serviceAccountUsername(namespace: string, serviceAccount: string
 }
 
 /** Splits a TokenReview username into namespace and ServiceAccount, or undefined for other users. */
-export function parseServiceAccountUsername(username: string): { namespace: string; serviceAccount: string } | undefined {
+export function parseServiceAccountUsername(
+  username: string,
+): { namespace: string; serviceAccount: string } | undefined {
   const parts = username.split(":");
   if (parts.length !== 4 || parts[0] !== "system" || parts[1] !== KIND) return undefined;
   if (!parts[2] || !parts[3]) return undefined;

@@ -34,18 +34,27 @@ Deno.test("workload identity rejects bad labels and foreign meshes with a reason
     /service account "Web": label "Web" must consist of lower-case/,
   );
   assert.throws(
-    () => parseWorkloadIdentity("web.shop.serviceaccount.identity.linkerd.cluster.local", "weft", "cluster.local"),
+    () =>
+      parseWorkloadIdentity(
+        "web.shop.serviceaccount.identity.linkerd.cluster.local",
+        "weft",
+        "cluster.local",
+      ),
     /does not end with ".serviceaccount.identity.weft.cluster.local"/,
   );
   assert.throws(
-    () => parseWorkloadIdentity("a.web.shop.serviceaccount.identity.weft.cluster.local", "weft", "cluster.local"),
+    () =>
+      parseWorkloadIdentity("a.web.shop.serviceaccount.identity.weft.cluster.local", "weft", "cluster.local"),
     /got 3 labels/,
   );
 });
 
 Deno.test("ServiceAccount usernames map both ways", () => {
   assert.equal(serviceAccountUsername("shop", "web"), "system:serviceaccount:shop:web");
-  assert.deepEqual(parseServiceAccountUsername("system:serviceaccount:shop:web"), { namespace: "shop", serviceAccount: "web" });
+  assert.deepEqual(parseServiceAccountUsername("system:serviceaccount:shop:web"), {
+    namespace: "shop",
+    serviceAccount: "web",
+  });
   assert.equal(parseServiceAccountUsername("system:node:n1"), undefined);
   assert.equal(parseServiceAccountUsername("system:serviceaccount:shop"), undefined);
 });

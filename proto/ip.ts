@@ -12,7 +12,9 @@ export class IpParseError extends Error {
 /** Parses a dotted IPv4 address into its 32-bit value. */
 export function parseIpv4(text: string): number {
   const parts = text.split(".");
-  if (parts.length !== 4) throw new IpParseError(`"${text}" is not an IPv4 address: want 4 octets, got ${parts.length}`);
+  if (parts.length !== 4) {
+    throw new IpParseError(`"${text}" is not an IPv4 address: want 4 octets, got ${parts.length}`);
+  }
   let value = 0;
   for (const part of parts) {
     if (!/^(0|[1-9][0-9]{0,2})$/.test(part) || Number(part) > 255) {
@@ -99,7 +101,9 @@ export function formatIpv6Bytes(bytes: Uint8Array): string {
 export function toIpAddress(text: string): IPAddress {
   if (text.includes(":")) {
     const bytes = parseIpv6Bytes(text);
-    return { ip: { $case: "ipv6", value: { first: bytesToBigint(bytes, 0), last: bytesToBigint(bytes, 8) } } };
+    return {
+      ip: { $case: "ipv6", value: { first: bytesToBigint(bytes, 0), last: bytesToBigint(bytes, 8) } },
+    };
   }
   return { ip: { $case: "ipv4", value: parseIpv4(text) } };
 }
@@ -122,7 +126,9 @@ export function fromIpAddress(addr: IPAddress): string {
 }
 
 export function toTcpAddress(ip: string, port: number): TcpAddress {
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new IpParseError(`port ${port} is out of range`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new IpParseError(`port ${port} is out of range`);
+  }
   return { ip: toIpAddress(ip), port };
 }
 

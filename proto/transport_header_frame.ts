@@ -37,7 +37,9 @@ export function parseTransportHeader(buf: Uint8Array): TransportHeaderParse {
   const pre = TRANSPORT_HEADER_PREFACE;
   const have = Math.min(buf.length, pre.length);
   for (let i = 0; i < have; i++) {
-    if (buf[i] !== pre[i]) throw new TransportHeaderError("connection does not start with the transport header preface");
+    if (buf[i] !== pre[i]) {
+      throw new TransportHeaderError("connection does not start with the transport header preface");
+    }
   }
   if (buf.length < pre.length + 4) return { kind: "incomplete", need: pre.length + 4 - buf.length };
   const len = new DataView(buf.buffer, buf.byteOffset, buf.byteLength).getUint32(pre.length);

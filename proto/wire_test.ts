@@ -8,7 +8,11 @@ import { IPAddress, TcpAddress } from "./gen/net.ts";
 import { Update } from "./gen/destination.ts";
 import { CertifyRequest } from "./gen/identity.ts";
 import { Header } from "./gen/transport_header.ts";
-import { encodeTransportHeader, parseTransportHeader, TRANSPORT_HEADER_PREFACE } from "./transport_header_frame.ts";
+import {
+  encodeTransportHeader,
+  parseTransportHeader,
+  TRANSPORT_HEADER_PREFACE,
+} from "./transport_header_frame.ts";
 import { fromIpAddress, toIpAddress } from "./ip.ts";
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(" ");
@@ -73,7 +77,10 @@ Deno.test("destination.Update with one add encodes as computed by hand", () => {
 
 Deno.test("destination.Update no_endpoints{exists:true} is field 3", () => {
   const want = bytes(0x1a, 0x02, 0x08, 0x01);
-  assert.equal(hex(Update.encode({ update: { $case: "noEndpoints", value: { exists: true } } }).finish()), hex(want));
+  assert.equal(
+    hex(Update.encode({ update: { $case: "noEndpoints", value: { exists: true } } }).finish()),
+    hex(want),
+  );
   assert.deepEqual(Update.decode(want).update, { $case: "noEndpoints", value: { exists: true } });
 });
 

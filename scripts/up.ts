@@ -41,4 +41,6 @@ for (const stage of stages) {
   }
   console.log(`[up] ${stage.name}: ready`);
 }
-console.log(missing === 0 ? "[up] cluster, mesh and demo are up" : `[up] done; ${missing} stage(s) not built yet`);
+console.log(
+  missing === 0 ? "[up] cluster, mesh and demo are up" : `[up] done; ${missing} stage(s) not built yet`,
+);

@@ -26,7 +26,8 @@ function log(line: string): void {
 }
 
 async function run(cmd: string, argv: string[], env?: Record<string, string>): Promise<number> {
-  const child = new Deno.Command(cmd, { args: argv, cwd: root, env, stdout: "inherit", stderr: "inherit" }).spawn();
+  const child = new Deno.Command(cmd, { args: argv, cwd: root, env, stdout: "inherit", stderr: "inherit" })
+    .spawn();
   return (await child.status).code;
 }
 

@@ -38,7 +38,9 @@ export function countJunit(xml: string): Outcome {
     const file = attr(m[1], "classname");
     if (tops.some((t) => raw.startsWith(`${t} &gt; `))) continue;
     tops.push(raw);
-    const name = `${file} > ${raw.replaceAll("&gt;", ">").replaceAll("&lt;", "<").replaceAll("&quot;", '"').replaceAll("&amp;", "&")}`;
+    const name = `${file} > ${
+      raw.replaceAll("&gt;", ">").replaceAll("&lt;", "<").replaceAll("&quot;", '"').replaceAll("&amp;", "&")
+    }`;
     if (/<(failure|error)\b/.test(body)) {
       out.failed++;
       out.failures.push(name);

@@ -1,0 +1,15 @@
+/**
+ * Entry point of every control-plane container: `deno run -A control/main.ts <component>`.
+ * Each component's own `main.ts` reads its environment, builds a resolved config and runs.
+ */
+const COMPONENTS = ["destination", "policy", "identity", "injector", "validator"] as const;
+
+const component = Deno.args[0];
+if (!component || !(COMPONENTS as readonly string[]).includes(component)) {
+  console.error(
+    `usage: control/main.ts <${COMPONENTS.join("|")}> [flags]; got ${JSON.stringify(component ?? "")}`,
+  );
+  Deno.exit(2);
+}
+const mod = await import(`./${component}/main.ts`);
+await mod.main(Deno.args.slice(1));
