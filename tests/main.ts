@@ -50,9 +50,12 @@ async function walkTests(dir: string, out: string[]): Promise<void> {
   }
 }
 
-/** Cluster-tier tests live under tests/ (except tests/lib, which holds unit tests of helpers). */
+/**
+ * Cluster-tier tests: everything under tests/ (except tests/lib, unit tests of helpers) and any
+ * `*_cluster_test.ts` beside the code. They get KUBECONFIG in their environment.
+ */
 function isClusterTest(path: string): boolean {
-  return path.startsWith("tests/") && !path.startsWith("tests/lib/");
+  return (path.startsWith("tests/") && !path.startsWith("tests/lib/")) || path.endsWith("_cluster_test.ts");
 }
 
 async function denoTest(tier: string, files: string[], env?: Record<string, string>): Promise<Outcome> {

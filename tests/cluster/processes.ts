@@ -1,0 +1,119 @@
+// Detached component processes: each runs in its own session (setsid) so it outlives the command that started
+// it, logs to LOG_DIR/<name>.log and is tracked by a pid file in RUN_DIR. No supervisor: `cluster:up` restarts
+// whatever is not running.
+
+import { join } from "node:path";
+import { LOG_DIR, RUN_DIR } from "./config.ts";
+import { exists, must, sleep } from "./exec.ts";
+
+export interface ProcessSpec {
+  name: string;
+  binary: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+export const logFile = (name: string) => join(LOG_DIR, `${name}.log`);
+const pidFile = (name: string) => join(RUN_DIR, `${name}.pid`);
+
+/** The pid of a running component, checked against /proc so a stale pid file or a reused pid does not count. */
+export async function runningPid(name: string, binary?: string): Promise<number | undefined> {
+  let pid: number;
+  try {
+    pid = Number((await Deno.readTextFile(pidFile(name))).trim());
+  } catch {
+    return undefined;
+  }
+  if (!pid) return undefined;
+  try {
+    const cmdline = await Deno.readTextFile(`/proc/${pid}/cmdline`);
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    // A zombie is not running.
+    if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return undefined;
+    if (binary && !cmdline.split("\0")[0].endsWith(binary.split("/").pop()!)) return undefined;
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function start(spec: ProcessSpec): Promise<number> {
+  await Deno.mkdir(RUN_DIR, { recursive: true });
+  await Deno.mkdir(LOG_DIR, { recursive: true });
+  const pf = pidFile(spec.name);
+  await Deno.remove(pf).catch(() => {});
+  const log = logFile(spec.name);
+  await Deno.writeTextFile(log, `--- ${new Date().toISOString()} ${spec.binary} ${spec.args.join(" ")}\n`, {
+    append: true,
+  });
+  // The shell records its own pid and then execs the binary, so the pid file names the component itself.
+  const script = 'echo $$ > "$WEFT_PIDFILE"; exec "$@" >> "$WEFT_LOGFILE" 2>&1 < /dev/null';
+  const env = { ...spec.env, WEFT_PIDFILE: pf, WEFT_LOGFILE: log };
+  await must("setsid", ["-f", "sh", "-c", script, "sh", spec.binary, ...spec.args], { env });
+  for (let i = 0; i < 100; i++) {
+    if (await exists(pf)) {
+      const pid = Number((await Deno.readTextFile(pf)).trim());
+      if (pid) return pid;
+    }
+    await sleep(50);
+  }
+  throw new Error(`${spec.name}: did not start; see ${log}`);
+}
+
+/** Stops a component: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stop(name: string, graceMs = 10_000): Promise<boolean> {
+  const pid = await runningPid(name);
+  await Deno.remove(pidFile(name)).catch(() => {});
+  if (!pid) return false;
+  await killPid(pid, graceMs);
+  return true;
+}
+
+export async function killPid(pid: number, graceMs: number) {
+  try {
+    Deno.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const end = Date.now() + graceMs;
+  while (Date.now() < end) {
+    if (!(await alive(pid))) return;
+    await sleep(100);
+  }
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch { /* gone */ }
+  for (let i = 0; i < 50 && (await alive(pid)); i++) await sleep(100);
+}
+
+async function alive(pid: number): Promise<boolean> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+/** The last lines of a component's log, for error messages. */
+export async function logTail(name: string, lines = 15): Promise<string> {
+  try {
+    const text = await Deno.readTextFile(logFile(name));
+    return text.trimEnd().split("\n").slice(-lines).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+/** Pids of processes whose command line contains `needle` (used to find containerd shims left behind). */
+export async function pidsMatching(needle: string): Promise<number[]> {
+  const pids: number[] = [];
+  for await (const e of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const cmd = (await Deno.readTextFile(`/proc/${e.name}/cmdline`)).replaceAll("\0", " ");
+      if (cmd.includes(needle)) pids.push(Number(e.name));
+    } catch { /* exited */ }
+  }
+  return pids;
+}
