@@ -1,0 +1,258 @@
+/**
+ * `config.linkerd.io/*` overrides on a pod or its namespace, parsed and validated. An invalid
+ * value is never silently ignored: each problem names the annotation, what it says and the
+ * accepted form.
+ */
+import { Annotations } from "../../proto/annotations.ts";
+import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
+import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
+import type { ResourceSpec } from "./config.ts";
+
+export interface Overrides {
+  resources: ResourceSpec;
+  logLevel?: string;
+  logFormat?: "plain" | "json";
+  skipInboundPorts?: PortRange[];
+  skipOutboundPorts?: PortRange[];
+  skipSubnets?: string[];
+  opaquePorts?: PortRange[];
+  defaultInboundPolicy?: DefaultInboundPolicy;
+  proxyUid?: number;
+  proxyGid?: number;
+  proxyAwait?: boolean;
+  waitBeforeExitSeconds?: number;
+  nativeSidecar?: boolean;
+  inboundConnectTimeout?: string;
+  outboundConnectTimeout?: string;
+  shutdownGracePeriod?: string;
+  image?: string;
+  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+}
+
+export interface PortRange {
+  from: number;
+  to: number;
+}
+
+export interface OverrideProblem {
+  annotation: string;
+  value: string;
+  message: string;
+}
+
+export function formatPortRanges(ranges: PortRange[]): string {
+  return ranges.map((r) => r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`).join(",");
+}
+
+export function portInRanges(port: number, ranges: PortRange[]): boolean {
+  return ranges.some((r) => port >= r.from && port <= r.to);
+}
+
+const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
+const DURATION = /^\d+(ms|s|m|h)$/;
+const LOG_LEVEL = /^(trace|debug|info|warn|error|off)$/;
+
+class Problem extends Error {}
+
+function parsePortList(value: string): PortRange[] {
+  const out: PortRange[] = [];
+  for (const raw of value.split(",")) {
+    const item = raw.trim();
+    if (item === "") continue;
+    const m = item.match(/^(\d{1,5})(?:-(\d{1,5}))?$/);
+    if (!m) throw new Problem(`"${item}" is not a port or a range`);
+    const from = Number(m[1]), to = Number(m[2] ?? m[1]);
+    if (from < 1 || to > 65535 || from > to) {
+      throw new Problem(`"${item}" is not within 1-65535 with low <= high`);
+    }
+    out.push({ from, to });
+  }
+  if (out.length === 0) throw new Problem("the list is empty");
+  return out;
+}
+
+function parseLogLevel(value: string): string {
+  for (const directive of value.split(",")) {
+    const d = directive.trim();
+    const level = d.includes("=") ? d.slice(d.indexOf("=") + 1) : d;
+    const target = d.includes("=") ? d.slice(0, d.indexOf("=")) : "x";
+    if (!LOG_LEVEL.test(level) || !/^[A-Za-z0-9_:.-]+$/.test(target)) {
+      throw new Problem(`directive "${d}" is not <level> or <target>=<level>`);
+    }
+  }
+  return value;
+}
+
+function parseInt32(value: string): number {
+  if (!/^\d{1,10}$/.test(value) || Number(value) > 2147483647) {
+    throw new Problem("not a non-negative integer");
+  }
+  return Number(value);
+}
+
+function parseBool(value: string): boolean {
+  if (value === "true") return true;
+  if (value === "false") return false;
+  throw new Problem("not true or false");
+}
+
+interface Spec {
+  key: string;
+  form: string;
+  apply(value: string, into: Overrides): void;
+}
+
+const SPECS: Spec[] = [
+  ...(
+    [
+      ["proxyCpuRequest", "cpuRequest"],
+      ["proxyCpuLimit", "cpuLimit"],
+      ["proxyMemoryRequest", "memoryRequest"],
+      ["proxyMemoryLimit", "memoryLimit"],
+      ["proxyEphemeralStorageRequest", "ephemeralStorageRequest"],
+      ["proxyEphemeralStorageLimit", "ephemeralStorageLimit"],
+    ] as const
+  ).map(([ann, field]): Spec => ({
+    key: Annotations[ann],
+    form: "a Kubernetes quantity such as 100m, 0.5, 64Mi or 1Gi",
+    apply(v, o) {
+      if (!QUANTITY.test(v)) throw new Problem("not a quantity");
+      o.resources[field] = v;
+    },
+  })),
+  {
+    key: Annotations.proxyLogLevel,
+    form: "comma-separated <level> or <target>=<level>, level one of trace|debug|info|warn|error|off",
+    apply: (v, o) => o.logLevel = parseLogLevel(v),
+  },
+  {
+    key: Annotations.proxyLogFormat,
+    form: "plain or json",
+    apply(v, o) {
+      if (v !== "plain" && v !== "json") throw new Problem("unknown format");
+      o.logFormat = v;
+    },
+  },
+  {
+    key: Annotations.skipInboundPorts,
+    form: "comma-separated ports or ranges, e.g. 25,8000-8080",
+    apply: (v, o) => o.skipInboundPorts = parsePortList(v),
+  },
+  {
+    key: Annotations.skipOutboundPorts,
+    form: "comma-separated ports or ranges, e.g. 25,8000-8080",
+    apply: (v, o) => o.skipOutboundPorts = parsePortList(v),
+  },
+  {
+    key: Annotations.opaquePorts,
+    form: "comma-separated ports or ranges, e.g. 3306,6379",
+    apply: (v, o) => o.opaquePorts = parsePortList(v),
+  },
+  {
+    key: Annotations.skipSubnets,
+    form: "comma-separated CIDRs, e.g. 10.0.0.0/8,fd00::/8",
+    apply(v, o) {
+      const nets = v.split(",").map((s) => s.trim()).filter((s) => s !== "");
+      if (nets.length === 0) throw new Problem("the list is empty");
+      for (const n of nets) {
+        try {
+          toIpNetwork(n);
+        } catch (e) {
+          throw new Problem(e instanceof IpParseError ? e.message : String(e));
+        }
+      }
+      o.skipSubnets = nets;
+    },
+  },
+  {
+    key: Annotations.defaultInboundPolicy,
+    form: DEFAULT_INBOUND_POLICIES.join(" | "),
+    apply(v, o) {
+      if (!(DEFAULT_INBOUND_POLICIES as readonly string[]).includes(v)) throw new Problem("unknown policy");
+      o.defaultInboundPolicy = v as DefaultInboundPolicy;
+    },
+  },
+  {
+    key: Annotations.proxyUid,
+    form: "a non-negative integer UID",
+    apply: (v, o) => o.proxyUid = parseInt32(v),
+  },
+  {
+    key: Annotations.proxyGid,
+    form: "a non-negative integer GID",
+    apply: (v, o) => o.proxyGid = parseInt32(v),
+  },
+  {
+    key: Annotations.proxyAwait,
+    form: "enabled or disabled",
+    apply(v, o) {
+      if (v !== "enabled" && v !== "disabled") throw new Problem("unknown value");
+      o.proxyAwait = v === "enabled";
+    },
+  },
+  {
+    key: Annotations.waitBeforeExitSeconds,
+    form: "a non-negative integer number of seconds",
+    apply: (v, o) => o.waitBeforeExitSeconds = parseInt32(v),
+  },
+  {
+    key: Annotations.enableNativeSidecar,
+    form: "true or false",
+    apply: (v, o) => o.nativeSidecar = parseBool(v),
+  },
+  ...(
+    [
+      ["proxyInboundConnectTimeout", "inboundConnectTimeout"],
+      ["proxyOutboundConnectTimeout", "outboundConnectTimeout"],
+      ["shutdownGracePeriod", "shutdownGracePeriod"],
+    ] as const
+  ).map(([ann, field]): Spec => ({
+    key: Annotations[ann],
+    form: "a duration such as 500ms, 10s, 2m or 1h",
+    apply(v, o) {
+      if (!DURATION.test(v)) throw new Problem("not a duration");
+      o[field] = v;
+    },
+  })),
+  {
+    key: Annotations.proxyImage,
+    form: "an image reference",
+    apply(v, o) {
+      if (!/^[a-z0-9][a-z0-9._\-/:@]*$/.test(v)) throw new Problem("not an image reference");
+      o.image = v;
+    },
+  },
+  {
+    key: Annotations.imagePullPolicy,
+    form: "Always | IfNotPresent | Never",
+    apply(v, o) {
+      if (v !== "Always" && v !== "IfNotPresent" && v !== "Never") throw new Problem("unknown policy");
+      o.imagePullPolicy = v;
+    },
+  },
+];
+
+export const SUPPORTED_OVERRIDES: readonly string[] = SPECS.map((s) => s.key);
+
+/** Parses every supported override found in `annotations`; unknown keys are left alone. */
+export function parseOverrides(
+  annotations: Record<string, string>,
+): { overrides: Overrides; problems: OverrideProblem[] } {
+  const overrides: Overrides = { resources: {} };
+  const problems: OverrideProblem[] = [];
+  for (const spec of SPECS) {
+    const value = annotations[spec.key];
+    if (value === undefined) continue;
+    try {
+      spec.apply(value.trim(), overrides);
+    } catch (e) {
+      if (!(e instanceof Problem)) throw e;
+      problems.push({
+        annotation: spec.key,
+        value,
+        message: `annotation ${spec.key}="${value}" is invalid: ${e.message}; want ${spec.form}`,
+      });
+    }
+  }
+  return { overrides, problems };
+}

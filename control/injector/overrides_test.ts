@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { formatPortRanges, parseOverrides } from "./overrides.ts";
+
+Deno.test("valid overrides are parsed into typed values", () => {
+  const { overrides, problems } = parseOverrides({
+    "config.linkerd.io/proxy-cpu-request": "100m",
+    "config.linkerd.io/proxy-memory-limit": "128Mi",
+    "config.linkerd.io/skip-outbound-ports": "25, 3306,8000-8080",
+    "config.linkerd.io/skip-subnets": "10.96.0.0/12,fd00::/8",
+    "config.linkerd.io/default-inbound-policy": "cluster-authenticated",
+    "config.linkerd.io/proxy-uid": "2103",
+    "config.linkerd.io/proxy-log-level": "warn,linkerd=debug",
+    "config.alpha.linkerd.io/proxy-wait-before-exit-seconds": "5",
+    "config.beta.linkerd.io/proxy-enable-native-sidecar": "false",
+    "config.linkerd.io/proxy-outbound-connect-timeout": "500ms",
+    "unrelated.io/thing": "whatever",
+  });
+  assert.deepEqual(problems, []);
+  assert.deepEqual(overrides.resources, { cpuRequest: "100m", memoryLimit: "128Mi" });
+  assert.equal(formatPortRanges(overrides.skipOutboundPorts!), "25,3306,8000-8080");
+  assert.deepEqual(overrides.skipSubnets, ["10.96.0.0/12", "fd00::/8"]);
+  assert.equal(overrides.defaultInboundPolicy, "cluster-authenticated");
+  assert.equal(overrides.proxyUid, 2103);
+  assert.equal(overrides.waitBeforeExitSeconds, 5);
+  assert.equal(overrides.nativeSidecar, false);
+  assert.equal(overrides.outboundConnectTimeout, "500ms");
+});
+
+Deno.test("each invalid override is reported with the annotation, its value and the accepted form", () => {
+  const cases: [string, string, RegExp][] = [
+    ["config.linkerd.io/proxy-cpu-request", "lots", /not a quantity; want a Kubernetes quantity/],
+    ["config.linkerd.io/skip-inbound-ports", "80,http", /"http" is not a port or a range/],
+    ["config.linkerd.io/skip-inbound-ports", "90-80", /"90-80" is not within 1-65535 with low <= high/],
+    ["config.linkerd.io/opaque-ports", "70000", /"70000" is not within 1-65535/],
+    ["config.linkerd.io/skip-subnets", "10.0.0.0/40", /prefix length "40"/],
+    ["config.linkerd.io/default-inbound-policy", "allow", /want all-unauthenticated \| all-authenticated/],
+    ["config.linkerd.io/proxy-uid", "-1", /not a non-negative integer/],
+    ["config.linkerd.io/proxy-log-level", "loud", /directive "loud" is not <level>/],
+    ["config.beta.linkerd.io/proxy-enable-native-sidecar", "yes", /not true or false/],
+    ["config.linkerd.io/proxy-inbound-connect-timeout", "5", /want a duration such as 500ms/],
+  ];
+  for (const [key, value, re] of cases) {
+    const { problems } = parseOverrides({ [key]: value });
+    assert.equal(problems.length, 1, `${key}=${value}`);
+    assert.equal(problems[0].annotation, key);
+    assert.match(
+      problems[0].message,
+      new RegExp(`annotation ${key.replaceAll(".", "\\.")}="${value.replaceAll(".", "\\.")}" is invalid`),
+    );
+    assert.match(problems[0].message, re, `${key}=${value}`);
+  }
+});

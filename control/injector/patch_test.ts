@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import type { V1Container, V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { defaultInjectorConfig } from "./config.ts";
+import { buildPatch, inboundPorts } from "./patch.ts";
+import { applyPatch } from "./testing/json_patch.ts";
+
+const here = new URL(".", import.meta.url).pathname;
+const update = Deno.args.includes("--update-golden");
+const ANCHORS = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
+const cfg = { ...defaultInjectorConfig(ANCHORS), version: "v0.1.0" };
+
+async function readPod(name: string): Promise<V1Pod> {
+  return JSON.parse(await Deno.readTextFile(`${here}testdata/${name}.pod.json`));
+}
+const ns = (name: string, annotations: Record<string, string> = {}): V1Namespace => ({
+  metadata: { name, annotations: { "linkerd.io/inject": "enabled", ...annotations } },
+});
+const env = (c: V1Container, name: string) => c.env?.find((e) => e.name === name)?.value;
+
+async function golden(name: string, value: unknown): Promise<void> {
+  const path = `${here}testdata/${name}.patch.json`;
+  const text = JSON.stringify(value, null, 2) + "\n";
+  if (update) await Deno.writeTextFile(path, text);
+  assert.equal(
+    text,
+    await Deno.readTextFile(path),
+    `golden ${path} differs (run with -- --update-golden to rewrite)`,
+  );
+}
+
+Deno.test("native-sidecar patch for a Deployment pod matches its golden file and means what it says", async () => {
+  const pod = await readPod("web");
+  const res = await buildPatch(pod, ns("shop"), cfg);
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  await golden("web", res.patch);
+  const out = applyPatch(pod, res.patch);
+  const [init, proxy, ...rest] = out.spec!.initContainers!;
+  assert.equal(rest.length, 0);
+  assert.equal(init.name, "linkerd-init");
+  assert.deepEqual(init.securityContext?.capabilities?.add, ["NET_ADMIN", "NET_RAW"]);
+  assert.equal(proxy.name, "linkerd-proxy");
+  assert.equal(proxy.restartPolicy, "Always");
+  assert.equal(proxy.startupProbe?.httpGet?.path, "/ready");
+  assert.equal(proxy.startupProbe?.httpGet?.port, 4191);
+  assert.equal(out.spec!.containers.length, 1);
+  // Container ports (TCP only) and probe ports, named probe ports resolved.
+  assert.equal(env(proxy, "LINKERD2_PROXY_INBOUND_PORTS"), "6379,8080,9090");
+  assert.equal(
+    env(proxy, "LINKERD2_PROXY_IDENTITY_LOCAL_NAME"),
+    "$(_pod_sa).$(_pod_ns).serviceaccount.identity.weft.cluster.local",
+  );
+  assert.equal(env(proxy, "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS"), ANCHORS);
+  assert.equal(out.metadata!.labels!["linkerd.io/proxy-deployment"], "web");
+  assert.equal(out.metadata!.annotations!["config.linkerd.io/opaque-ports"], "6379");
+  const token = out.spec!.volumes!.find((v) => v.name === "linkerd-identity-token");
+  assert.equal(token?.projected?.sources?.[0].serviceAccountToken?.audience, "identity.l5d.io");
+});
+
+Deno.test("classic-mode patch for a Job pod with overrides matches its golden file", async () => {
+  const pod = await readPod("job");
+  const res = await buildPatch(pod, ns("batch"), cfg);
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  await golden("job", res.patch);
+  const out = applyPatch(pod, res.patch);
+  assert.deepEqual(out.spec!.initContainers!.map((c) => c.name), ["linkerd-init", "wait-db"]);
+  assert.deepEqual(out.spec!.containers.map((c) => c.name), ["linkerd-proxy", "migrate"]);
+  const proxy = out.spec!.containers[0];
+  assert.deepEqual(proxy.lifecycle?.postStart?.exec?.command, cfg.awaitCommand);
+  assert.deepEqual(proxy.lifecycle?.preStop?.exec?.command, ["/bin/sleep", "3"]);
+  assert.equal(env(proxy, "LINKERD2_PROXY_CORES"), "2");
+  assert.equal(proxy.securityContext?.runAsGroup, 2102);
+  const args = out.spec!.initContainers![0].args!;
+  assert.equal(args[args.indexOf("--outbound-ports-to-ignore") + 1], "5432");
+  assert.equal(args[args.indexOf("--subnets-to-ignore") + 1], "10.96.0.0/12");
+  assert.equal(args[args.indexOf("--inbound-ports-to-ignore") + 1], "4190,4191");
+  assert.equal(out.metadata!.labels!["linkerd.io/proxy-job"], "migrate");
+  assert.deepEqual(out.spec!.volumes!.map((v) => v.name), [
+    "data",
+    "linkerd-proxy-init-xtables-lock",
+    "linkerd-identity-end-entity",
+    "linkerd-identity-token",
+  ]);
+});
+
+Deno.test("namespace overrides apply unless the pod sets its own; a bad namespace value is a warning", async () => {
+  const pod = await readPod("web");
+  pod.metadata!.annotations = { "config.linkerd.io/proxy-log-level": "debug" };
+  const res = await buildPatch(
+    pod,
+    ns("shop", {
+      "config.linkerd.io/proxy-log-level": "error",
+      "config.linkerd.io/default-inbound-policy": "deny",
+      "config.linkerd.io/proxy-memory-limit": "huge",
+    }),
+    cfg,
+  );
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  const proxy = applyPatch(pod, res.patch).spec!.initContainers![1];
+  assert.equal(env(proxy, "LINKERD2_PROXY_LOG"), "debug");
+  assert.equal(env(proxy, "LINKERD2_PROXY_INBOUND_DEFAULT_POLICY"), "deny");
+  assert.equal(proxy.resources?.limits?.memory, "256Mi");
+  assert.equal(res.warnings.length, 1);
+  assert.match(
+    res.warnings[0],
+    /namespace shop: annotation config\.linkerd\.io\/proxy-memory-limit="huge" is invalid/,
+  );
+});
+
+Deno.test("a bad pod override refuses the pod with every problem named", async () => {
+  const pod = await readPod("web");
+  pod.metadata!.annotations = {
+    "config.linkerd.io/proxy-uid": "root",
+    "config.linkerd.io/opaque-ports": "0",
+  };
+  const res = await buildPatch(pod, ns("shop"), cfg);
+  assert.equal(res.ok, false);
+  if (res.ok) return;
+  assert.deepEqual(res.problems.map((p) => p.annotation).sort(), [
+    "config.linkerd.io/opaque-ports",
+    "config.linkerd.io/proxy-uid",
+  ]);
+});
+
+Deno.test("inbound ports ignore UDP and resolve named probe ports", () => {
+  const pod: V1Pod = {
+    spec: {
+      containers: [{
+        name: "a",
+        ports: [{ name: "web", containerPort: 80 }, { containerPort: 53, protocol: "UDP" }],
+        startupProbe: { httpGet: { port: "web", path: "/" } },
+        readinessProbe: { grpc: { port: 9000 } },
+      }],
+    },
+  };
+  assert.deepEqual(inboundPorts(pod), [80, 9000]);
+});
