@@ -1,0 +1,38 @@
+/** Resolved configuration of the destination service; only main.ts builds it from flags and env. */
+import { DEFAULT_OPAQUE_PORTS, Ports } from "../../proto/ports.ts";
+
+export interface DestinationConfig {
+  clusterDomain: string;
+  /** Namespace of this control plane: pods labelled with it get identities. */
+  controlPlaneNamespace: string;
+  trustDomain: string;
+  /** Cluster-wide default opaque ports, used when neither pod nor namespace annotate them. */
+  defaultOpaquePorts: readonly number[];
+  /** Sent as `protocol_hint.h2` to meshed endpoints on non-opaque ports. */
+  enableH2Upgrade: boolean;
+  /** Send `opaque_transport` (transport header mode) to meshed endpoints, as Linkerd's default. */
+  forceOpaqueTransport: boolean;
+  /** Serve IPv6 endpoint addresses too (IPv4 only otherwise). */
+  enableIPv6: boolean;
+  /** Messages a stream may have queued before it is reset. */
+  streamQueueCapacity: number;
+  /** A stream whose transport stays full this long is reset. */
+  streamSendTimeoutMs: number;
+}
+
+export function defaultConfig(overrides: Partial<DestinationConfig> = {}): DestinationConfig {
+  return {
+    clusterDomain: "cluster.local",
+    controlPlaneNamespace: "linkerd",
+    trustDomain: "cluster.local",
+    defaultOpaquePorts: DEFAULT_OPAQUE_PORTS,
+    enableH2Upgrade: true,
+    forceOpaqueTransport: true,
+    enableIPv6: false,
+    streamQueueCapacity: 100,
+    streamSendTimeoutMs: 5000,
+    ...overrides,
+  };
+}
+
+export const DEFAULT_INBOUND_PORT = Ports.proxyInbound;

@@ -1,0 +1,364 @@
+/**
+ * Endpoint topics: one per (service, port, hostname) with subscribers, each holding one view
+ * per client node (the filter), shared by every stream with the same key. Informer handlers
+ * only mark topics dirty; one coalesced flush per turn of the event loop recomputes them, diffs
+ * each view once and pushes the same encoded bytes to every subscriber's bounded queue.
+ */
+import { Counter, Gauge, type Registry } from "prom-client";
+import { toTcpAddress } from "../../proto/ip.ts";
+import { RequestError } from "../grpc/request_error.ts";
+import type { KubeObject } from "../k8s/mod.ts";
+import type { ClusterState } from "./cluster_state.ts";
+import type { DestinationConfig } from "./config.ts";
+import {
+  type ClientPlace,
+  computeEndpoints,
+  encodedAddr,
+  type Endpoint,
+  type EndpointSet,
+  filterForClient,
+  localityOf,
+  type Lookups,
+  sliceServiceName,
+} from "./endpoints.ts";
+import { encodeAdd, encodeNoEndpoints, encodeRemove } from "./frame.ts";
+import type { EndpointSlice, Pod, Service } from "./k8s_types.ts";
+
+export interface Subscriber {
+  push(message: Uint8Array): void;
+}
+
+export interface EndpointRequest {
+  service: string;
+  namespace: string;
+  port: number;
+  hostname?: string;
+  nodeName?: string;
+}
+
+interface View {
+  client: ClientPlace;
+  exists: boolean;
+  snapshot: Map<string, Endpoint>;
+  subscribers: Set<Subscriber>;
+  /** The full-set Add for new subscribers, cached until the next change. */
+  fullAdd: Uint8Array | undefined;
+}
+
+interface Topic {
+  key: string;
+  serviceKey: string;
+  namespace: string;
+  port: number;
+  hostname: string | undefined;
+  set: EndpointSet | undefined;
+  views: Map<string, View>;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export class EndpointIndex {
+  readonly #state: ClusterState;
+  readonly #config: DestinationConfig;
+  readonly #lookups: Lookups;
+  readonly #topics = new Map<string, Topic>();
+  readonly #byService = new Map<string, Set<Topic>>();
+  readonly #byPod = new Map<string, Set<Topic>>();
+  readonly #dirty = new Set<Topic>();
+  #scheduled = false;
+  readonly #updates: Counter | undefined;
+  /** Called after each flush with the number of topics recomputed (for benchmarks). */
+  onFlush: ((topics: number) => void) | undefined;
+
+  constructor(state: ClusterState, config: DestinationConfig, registry?: Registry) {
+    this.#state = state;
+    this.#config = config;
+    this.#lookups = {
+      pod: (ns, name) => state.pods.get(ns, name),
+      namespace: (name) => state.namespaces.get(undefined, name),
+      nodeZone: (n) => state.nodeZone(n),
+      owner: (kind, ns, name) => (kind === "Job" ? state.jobs : state.replicaSets).get(ns, name),
+      servers: (ns) => state.servers?.byIndex("namespace", ns) ?? [],
+    };
+    if (registry) {
+      const topics = this.#topics;
+      this.#updates = new Counter({
+        name: "endpoint_updates_sent_total",
+        help: "Endpoint updates computed for views (each is sent to every subscriber of the view).",
+        labelNames: ["type"],
+        registers: [registry],
+      });
+      new Gauge({
+        name: "endpoints_topics",
+        help: "Watched (service, port, hostname) keys.",
+        registers: [registry],
+        collect() {
+          this.set(topics.size);
+        },
+      });
+      new Gauge({
+        name: "endpoint_views_active",
+        help: "Shared endpoint views (one per topic and client node).",
+        registers: [registry],
+        collect() {
+          let n = 0;
+          for (const t of topics.values()) n += t.views.size;
+          this.set(n);
+        },
+      });
+      new Gauge({
+        name: "endpoints_subscribers",
+        help: "Get streams subscribed to endpoint views.",
+        registers: [registry],
+        collect() {
+          let n = 0;
+          for (const t of topics.values()) for (const v of t.views.values()) n += v.subscribers.size;
+          this.set(n);
+        },
+      });
+      new Gauge({
+        name: "endpoints_cache_size",
+        help: "Endpoints held by watched topics.",
+        registers: [registry],
+        collect() {
+          let n = 0;
+          for (const t of topics.values()) n += t.set?.endpoints.length ?? 0;
+          this.set(n);
+        },
+      });
+    }
+    this.#wire();
+  }
+
+  #wire(): void {
+    const s = this.#state;
+    const svc = (o: Service) => this.#markService(`${o.metadata.namespace}/${o.metadata.name}`);
+    s.services.onAdd(svc);
+    s.services.onUpdate((_o, n) => svc(n));
+    s.services.onDelete(svc);
+    const slice = (o: EndpointSlice) => {
+      const name = sliceServiceName(o);
+      if (name) this.#markService(`${o.metadata.namespace}/${name}`);
+    };
+    s.endpointSlices.onAdd(slice);
+    s.endpointSlices.onUpdate((o, n) => {
+      slice(o);
+      slice(n);
+    });
+    s.endpointSlices.onDelete(slice);
+    const pod = (o: Pod) => this.#markAll(this.#byPod.get(`${o.metadata.namespace}/${o.metadata.name}`));
+    s.pods.onAdd(pod);
+    s.pods.onUpdate((_o, n) => pod(n));
+    s.pods.onDelete(pod);
+    // Rare changes that can touch any topic of a namespace (or all, for nodes).
+    const inNamespace = (o: KubeObject) => this.#markNamespace(o.metadata.namespace ?? o.metadata.name ?? "");
+    for (const inf of [s.replicaSets, s.jobs, ...(s.servers ? [s.servers] : [])] as typeof s.replicaSets[]) {
+      inf.onAdd(inNamespace);
+      inf.onUpdate((_o, n) => inNamespace(n));
+      inf.onDelete(inNamespace);
+    }
+    s.namespaces.onUpdate((_o, n) => this.#markNamespace(n.metadata.name ?? ""));
+    const allTopics = () => this.#markAll(new Set(this.#topics.values()));
+    s.nodes.onAdd(allTopics);
+    s.nodes.onUpdate(allTopics);
+    s.nodes.onDelete(allTopics);
+  }
+
+  #markService(key: string): void {
+    this.#markAll(this.#byService.get(key));
+  }
+
+  #markNamespace(ns: string): void {
+    for (const t of this.#topics.values()) if (t.namespace === ns) this.#mark(t);
+  }
+
+  #markAll(topics: Set<Topic> | undefined): void {
+    if (topics) { for (const t of topics) this.#mark(t); }
+  }
+
+  #mark(t: Topic): void {
+    this.#dirty.add(t);
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  /** Recomputes dirty topics; also callable directly by tests to flush synchronously. */
+  flush(): void {
+    this.#flush();
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const n = this.#dirty.size;
+    for (const t of this.#dirty) {
+      if (this.#topics.get(t.key) === t) this.#recompute(t);
+    }
+    this.#dirty.clear();
+    if (n > 0) this.onFlush?.(n);
+  }
+
+  #compute(t: Topic): EndpointSet | undefined {
+    const [ns, name] = t.serviceKey.split("/");
+    const svc = this.#state.services.get(ns, name);
+    if (!svc || svc.spec?.type === "ExternalName") return undefined;
+    const slices = this.#state.endpointSlices.byIndex("service", t.serviceKey);
+    return computeEndpoints(svc, slices, t.port, t.hostname, this.#lookups, this.#config);
+  }
+
+  #setPods(t: Topic, before: Set<string> | undefined, after: Set<string> | undefined): void {
+    for (const k of before ?? []) {
+      if (after?.has(k)) continue;
+      const set = this.#byPod.get(k);
+      set?.delete(t);
+      if (set?.size === 0) this.#byPod.delete(k);
+    }
+    for (const k of after ?? []) {
+      let set = this.#byPod.get(k);
+      if (!set) this.#byPod.set(k, set = new Set());
+      set.add(t);
+    }
+  }
+
+  #recompute(t: Topic): void {
+    const set = this.#compute(t);
+    this.#setPods(t, t.set?.podKeys, set?.podKeys);
+    t.set = set;
+    for (const view of t.views.values()) this.#updateView(t, view);
+  }
+
+  #updateView(t: Topic, view: View): void {
+    const set = t.set;
+    if (view.client.nodeName) view.client.zone = this.#state.nodeZone(view.client.nodeName);
+    if (!set) {
+      if (view.exists) {
+        view.exists = false;
+        view.snapshot.clear();
+        view.fullAdd = undefined;
+        this.#send(view, encodeNoEndpoints(false), "no_endpoints");
+      }
+      return;
+    }
+    const visible = filterForClient(set, view.client);
+    const next = new Map<string, Endpoint>();
+    const added: Uint8Array[] = [];
+    for (const e of visible) {
+      const loc = localityOf(e, view.client);
+      const bytes = encodedAddr(e, loc);
+      next.set(e.key, e);
+      const old = view.snapshot.get(e.key);
+      if (!old || !sameBytes(encodedAddr(old, localityOf(old, view.client)), bytes)) added.push(bytes);
+    }
+    const removed = [];
+    for (const [key, old] of view.snapshot) if (!next.has(key)) removed.push(toTcpAddress(old.ip, old.port));
+    const wasMissing = !view.exists;
+    view.exists = true;
+    view.snapshot = next;
+    if (removed.length === 0 && added.length === 0) {
+      if (wasMissing) {
+        view.fullAdd = undefined;
+        this.#send(view, encodeNoEndpoints(true), "no_endpoints");
+      }
+      return;
+    }
+    view.fullAdd = undefined;
+    if (removed.length > 0) this.#send(view, encodeRemove(removed), "remove");
+    if (added.length > 0) this.#send(view, encodeAdd(added, this.#setLabels(t)), "add");
+  }
+
+  #setLabels(t: Topic): Record<string, string> {
+    return { service: t.serviceKey.split("/")[1], namespace: t.namespace };
+  }
+
+  #send(view: View, message: Uint8Array, type: string): void {
+    this.#updates?.inc({ type });
+    for (const s of view.subscribers) s.push(message);
+  }
+
+  /**
+   * Subscribes to a service's endpoints and sends the first message (the full set, or
+   * NoEndpoints{exists:true}) at once. Throws RequestError for unknown and ExternalName services.
+   * Returns the function that unsubscribes.
+   */
+  subscribe(req: EndpointRequest, sub: Subscriber): () => void {
+    const svc = this.#state.services.get(req.namespace, req.service);
+    if (!svc) throw new RequestError("not_found", `Service ${req.namespace}/${req.service} not found`);
+    if (svc.spec?.type === "ExternalName") {
+      throw new RequestError(
+        "invalid_argument",
+        `Service ${req.namespace}/${req.service} is of type ExternalName (${svc.spec.externalName}): not discoverable`,
+      );
+    }
+    const serviceKey = `${req.namespace}/${req.service}`;
+    const key = `${serviceKey}:${req.port}:${req.hostname ?? ""}`;
+    let t = this.#topics.get(key);
+    if (!t) {
+      t = {
+        key,
+        serviceKey,
+        namespace: req.namespace,
+        port: req.port,
+        hostname: req.hostname,
+        set: undefined,
+        views: new Map(),
+      };
+      this.#topics.set(key, t);
+      let bySvc = this.#byService.get(serviceKey);
+      if (!bySvc) this.#byService.set(serviceKey, bySvc = new Set());
+      bySvc.add(t);
+      t.set = this.#compute(t);
+      this.#setPods(t, undefined, t.set?.podKeys);
+    }
+    const viewKey = req.nodeName ?? "";
+    let view = t.views.get(viewKey);
+    if (!view) {
+      view = {
+        client: {
+          nodeName: req.nodeName,
+          zone: req.nodeName ? this.#state.nodeZone(req.nodeName) : undefined,
+        },
+        exists: false,
+        snapshot: new Map(),
+        subscribers: new Set(),
+        fullAdd: undefined,
+      };
+      t.views.set(viewKey, view);
+      // Fill the snapshot without sending: the new subscriber gets the full set below.
+      const subs = view.subscribers;
+      view.subscribers = new Set();
+      this.#updateView(t, view);
+      view.subscribers = subs;
+    }
+    view.subscribers.add(sub);
+    if (!view.exists) sub.push(encodeNoEndpoints(false));
+    else if (view.snapshot.size === 0) sub.push(encodeNoEndpoints(true));
+    else {
+      if (!view.fullAdd) {
+        const all: Uint8Array[] = [];
+        for (const e of view.snapshot.values()) all.push(encodedAddr(e, localityOf(e, view.client)));
+        view.fullAdd = encodeAdd(all, this.#setLabels(t));
+      }
+      sub.push(view.fullAdd);
+    }
+    const topic = t;
+    const v = view;
+    return () => {
+      v.subscribers.delete(sub);
+      if (v.subscribers.size > 0) return;
+      topic.views.delete(viewKey);
+      if (topic.views.size > 0) return;
+      this.#topics.delete(topic.key);
+      this.#dirty.delete(topic);
+      this.#setPods(topic, topic.set?.podKeys, undefined);
+      const bySvc = this.#byService.get(topic.serviceKey);
+      bySvc?.delete(topic);
+      if (bySvc?.size === 0) this.#byService.delete(topic.serviceKey);
+    };
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * Builds the endpoint set of one (service, port, hostname) from the Service, its
+ * EndpointSlices and the pods behind them, and filters it for one client (node, zone).
+ *
+ * Readiness: endpoints with `ready` (unset counts as ready) are served; when none is ready,
+ * endpoints still `serving` (terminating but alive) are served instead, as kube-proxy does,
+ * so a rollout that terminates every old pod before new ones are ready does not drop traffic.
+ */
+import { WeightedAddr } from "../../proto/gen/destination.ts";
+import { toTcpAddress } from "../../proto/ip.ts";
+import type { KubeObject } from "../k8s/mod.ts";
+import type { DestinationConfig } from "./config.ts";
+import type { EndpointSlice, Pod, Server, Service, SliceEndpoint } from "./k8s_types.ts";
+import {
+  isOpaqueByAnnotation,
+  isOpaqueByServer,
+  isSkipInbound,
+  meshedWith,
+  type OwnerLookup,
+  podIdentity,
+  podOwner,
+  proxyInboundPort,
+} from "./workload.ts";
+
+export const DEFAULT_WEIGHT = 10000;
+export const ZONE_LABEL = "topology.kubernetes.io/zone";
+
+export type Locality = "local" | "remote" | "unknown";
+
+export interface Endpoint {
+  /** `ip:port`, the identity of the address in diffs. */
+  key: string;
+  ip: string;
+  port: number;
+  nodeName?: string;
+  zone?: string;
+  /** Zones this endpoint is hinted for; undefined when the slice gives no hint. */
+  forZones?: string[];
+  podKey?: string;
+  /** Without `zone_locality`, which depends on the client. */
+  addr: WeightedAddr;
+  /** Encoded WeightedAddr per client locality, filled on first use and shared by all views. */
+  encoded: Partial<Record<Locality, Uint8Array>>;
+}
+
+export interface EndpointSet {
+  endpoints: Endpoint[];
+  /** `internalTrafficPolicy: Local`: clients get only endpoints on their own node. */
+  nodeLocal: boolean;
+  /** Pods the set was built from, so pod changes reach exactly the affected sets. */
+  podKeys: Set<string>;
+}
+
+export interface Lookups {
+  pod(namespace: string, name: string): Pod | undefined;
+  namespace(name: string): KubeObject | undefined;
+  nodeZone(nodeName: string): string | undefined;
+  owner: OwnerLookup;
+  servers(namespace: string): readonly Server[];
+}
+
+/** The slice port number that serves service port `port`, or undefined when the slice has none. */
+export function sliceTargetPort(service: Service, slice: EndpointSlice, port: number): number | undefined {
+  const svcPort = service.spec?.ports?.find((p) => p.port === port);
+  if (!svcPort) return port;
+  const name = svcPort.name ?? "";
+  const match = slice.ports?.find((p) => (p.name ?? "") === name);
+  return match?.port ?? undefined;
+}
+
+export function sliceServiceName(slice: EndpointSlice): string | undefined {
+  return slice.metadata.labels?.["kubernetes.io/service-name"] ??
+    slice.metadata.ownerReferences?.find((o) => o.kind === "Service")?.name;
+}
+
+function isReady(ep: SliceEndpoint): boolean {
+  return ep.conditions?.ready !== false;
+}
+
+function isServing(ep: SliceEndpoint): boolean {
+  // An unset `serving` defers to `ready`, which is false here.
+  return ep.conditions?.serving === true;
+}
+
+export function computeEndpoints(
+  service: Service,
+  slices: readonly EndpointSlice[],
+  port: number,
+  hostname: string | undefined,
+  lookups: Lookups,
+  config: DestinationConfig,
+): EndpointSet {
+  const ready: [SliceEndpoint, string, number][] = [];
+  const serving: [SliceEndpoint, string, number][] = [];
+  for (const slice of slices) {
+    const family = slice.addressType;
+    if (family !== "IPv4" && !(family === "IPv6" && config.enableIPv6)) continue;
+    const target = sliceTargetPort(service, slice, port);
+    if (target === undefined) continue;
+    for (const ep of slice.endpoints ?? []) {
+      if (hostname !== undefined && ep.hostname !== undefined && ep.hostname !== hostname) continue;
+      const ip = ep.addresses?.[0];
+      if (!ip) continue;
+      if (isReady(ep)) ready.push([ep, ip, target]);
+      else if (isServing(ep)) serving.push([ep, ip, target]);
+    }
+  }
+  const chosen = ready.length > 0 ? ready : serving;
+  const out: Endpoint[] = [];
+  const seen = new Set<string>();
+  const podKeys = new Set<string>();
+  for (const [ep, ip, target] of chosen) {
+    const key = ip.includes(":") ? `[${ip}]:${target}` : `${ip}:${target}`;
+    if (seen.has(key)) continue; // the same address in two slices while they are migrated
+    seen.add(key);
+    const ref = ep.targetRef;
+    let pod: Pod | undefined;
+    if (ref?.kind === "Pod" && ref.name) {
+      const ns = ref.namespace ?? service.metadata.namespace ?? "";
+      podKeys.add(`${ns}/${ref.name}`);
+      pod = lookups.pod(ns, ref.name);
+      // A slice can name a pod the pod informer has not seen yet; it is served once it has.
+      if (!pod) continue;
+    }
+    const nodeName = ep.nodeName ?? pod?.spec?.nodeName;
+    const zone = ep.zone ?? (nodeName ? lookups.nodeZone(nodeName) : undefined);
+    const forZones = ep.hints?.forZones?.length ? ep.hints.forZones.map((z) => z.name) : undefined;
+    out.push({
+      key,
+      ip,
+      port: target,
+      nodeName,
+      zone,
+      forZones,
+      podKey: pod ? `${pod.metadata.namespace}/${pod.metadata.name}` : undefined,
+      addr: weightedAddr(ip, target, pod, zone, lookups, config),
+      encoded: {},
+    });
+  }
+  return { endpoints: out, nodeLocal: service.spec?.internalTrafficPolicy === "Local", podKeys };
+}
+
+/** The WeightedAddr of an endpoint, without the client-dependent `zone_locality`. */
+export function weightedAddr(
+  ip: string,
+  port: number,
+  pod: Pod | undefined,
+  zone: string | undefined,
+  lookups: Lookups,
+  config: DestinationConfig,
+): WeightedAddr {
+  const addr: WeightedAddr = { addr: toTcpAddress(ip, port), weight: DEFAULT_WEIGHT, metricLabels: {} };
+  if (!pod) return addr;
+  const ns = pod.metadata.namespace ?? "";
+  const labels = addr.metricLabels;
+  labels.pod = pod.metadata.name ?? "";
+  labels.namespace = ns;
+  labels.serviceaccount = pod.spec?.serviceAccountName || "default";
+  const owner = podOwner(pod, lookups.owner);
+  if (owner) labels[owner[0]] = owner[1];
+  const hash = pod.metadata.labels?.["pod-template-hash"];
+  if (hash) labels.pod_template_hash = hash;
+  labels.zone = zone ?? "";
+  const cpNs = meshedWith(pod);
+  if (!cpNs || isSkipInbound(pod, port)) return addr;
+  labels.control_plane_ns = cpNs;
+  const identity = podIdentity(pod, config);
+  if (identity) {
+    addr.tlsIdentity = {
+      strategy: { $case: "dnsLikeIdentity", value: { name: identity } },
+      serverName: { name: identity },
+    };
+  }
+  const opaque = isOpaqueByServer(pod, port, lookups.servers(ns)) ||
+    isOpaqueByAnnotation(pod, port, lookups.namespace(ns), config);
+  if (opaque || config.enableH2Upgrade || config.forceOpaqueTransport) {
+    addr.protocolHint = {
+      protocol: opaque
+        ? { $case: "opaque", value: {} }
+        : config.enableH2Upgrade
+        ? { $case: "h2", value: {} }
+        : undefined,
+      opaqueTransport: opaque || config.forceOpaqueTransport
+        ? { inboundPort: proxyInboundPort(pod) }
+        : undefined,
+    };
+  }
+  return addr;
+}
+
+export interface ClientPlace {
+  nodeName?: string;
+  zone?: string;
+}
+
+/** The endpoints a client sees: node-local for `internalTrafficPolicy: Local`, else zone hints. */
+export function filterForClient(set: EndpointSet, client: ClientPlace): Endpoint[] {
+  if (set.nodeLocal) {
+    if (!client.nodeName) return set.endpoints;
+    return set.endpoints.filter((e) => e.nodeName === client.nodeName);
+  }
+  // Hints count only when every endpoint has them, as kube-proxy does.
+  if (!client.zone || set.endpoints.length === 0 || set.endpoints.some((e) => !e.forZones)) {
+    return set.endpoints;
+  }
+  const zoned = set.endpoints.filter((e) => e.forZones!.includes(client.zone!));
+  return zoned.length > 0 ? zoned : set.endpoints;
+}
+
+export function localityOf(e: Endpoint, client: ClientPlace): Locality {
+  if (!client.zone || !e.zone) return "unknown";
+  return e.zone === client.zone ? "local" : "remote";
+}
+
+/** Encoded WeightedAddr for a client locality; computed once per endpoint and locality. */
+export function encodedAddr(e: Endpoint, locality: Locality): Uint8Array {
+  let bytes = e.encoded[locality];
+  if (!bytes) {
+    const addr = { ...e.addr, metricLabels: { ...e.addr.metricLabels, zone_locality: locality } };
+    bytes = e.encoded[locality] = WeightedAddr.encode(addr).finish();
+  }
+  return bytes;
+}

@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import { Update, WeightedAddr } from "../../proto/gen/destination.ts";
+import { toTcpAddress } from "../../proto/ip.ts";
+import { encodeAdd } from "./frame.ts";
+import { parseContextToken, parseTarget } from "./path.ts";
+
+Deno.test("encodeAdd from pre-encoded addresses decodes as the same Update", () => {
+  const addrs: WeightedAddr[] = Array.from({ length: 40 }, (_, i) => ({
+    addr: toTcpAddress(`10.0.${i}.1`, 8080),
+    weight: 10000,
+    metricLabels: { pod: `p-${"x".repeat(i * 5)}` },
+  }));
+  const bytes = encodeAdd(addrs.map((a) => WeightedAddr.encode(a).finish()), {
+    service: "s",
+    namespace: "n",
+  });
+  const expected: Update = {
+    update: { $case: "add", value: { addrs, metricLabels: { service: "s", namespace: "n" } } },
+  };
+  assert.deepEqual(Update.decode(bytes), Update.decode(Update.encode(expected).finish()));
+  const decoded = Update.decode(bytes);
+  assert.equal(decoded.update?.$case === "add" && decoded.update.value.addrs.length, 40);
+});
+
+Deno.test("parseTarget: service, hostname, default port, IPs; context tokens", () => {
+  assert.deepEqual(parseTarget("web.ns.svc.cluster.local", "cluster.local"), {
+    kind: "service",
+    service: "web",
+    namespace: "ns",
+    port: 80,
+  });
+  assert.deepEqual(parseTarget("web-0.web.ns.svc.cluster.local.:8080", "cluster.local"), {
+    kind: "service",
+    hostname: "web-0",
+    service: "web",
+    namespace: "ns",
+    port: 8080,
+  });
+  assert.deepEqual(parseTarget("10.1.2.3:53", "cluster.local"), { kind: "ip", ip: "10.1.2.3", port: 53 });
+  assert.deepEqual(parseTarget("[fd00::1]:80", "cluster.local"), { kind: "ip", ip: "fd00::1", port: 80 });
+  assert.throws(() => parseTarget("web.ns:80", "cluster.local"), /Invalid authority "web.ns:80"/);
+  assert.throws(() => parseTarget("a.b.c.web.ns.svc.cluster.local", "cluster.local"), /Invalid authority/);
+  assert.throws(() => parseTarget("web.ns.svc.cluster.local:0", "cluster.local"), /Invalid port/);
+  assert.deepEqual(parseContextToken('{"ns":"a","nodeName":"n","pod":"p"}'), {
+    ns: "a",
+    nodeName: "n",
+    pod: "p",
+  });
+  assert.deepEqual(parseContextToken("ns:legacy"), { ns: "legacy" });
+  assert.deepEqual(parseContextToken("{not json"), {});
+});
