@@ -1,0 +1,625 @@
+/**
+ * The outbound policy of one traffic target, computed purely from the store: a Service port
+ * gets a balancer backend and its HTTPRoutes/GRPCRoutes (with timeouts, retries and failure
+ * accrual from annotations), anything else the forward-to-original-destination fallback.
+ */
+import type { Metadata } from "../../proto/gen/meta.ts";
+import type {
+  Backend,
+  ExponentialBackoff,
+  FailureAccrual,
+  GrpcRoute as ProtoGrpcRoute,
+  GrpcRoute_Filter,
+  GrpcRoute_Retry,
+  HttpRoute as ProtoHttpRoute,
+  HttpRoute_Filter,
+  HttpRoute_Retry,
+  OpaqueRoute,
+  OutboundPolicy,
+  ProxyProtocol,
+  TrafficSpec,
+} from "../../proto/gen/outbound.ts";
+import type { Timeouts } from "../../proto/gen/http_route.ts";
+import { Annotations } from "../../proto/annotations.ts";
+import { fromIpAddress } from "../../proto/ip.ts";
+import type { TcpAddress } from "../../proto/gen/net.ts";
+import { RequestError } from "../grpc/request_error.ts";
+import type { PolicyConfig } from "./config.ts";
+import { durationFromMs, parseDurationMs } from "./duration.ts";
+import { parsePortRanges } from "./inbound_index.ts";
+import type {
+  BackendRef,
+  GrpcRoute,
+  HttpRoute,
+  HttpRouteRule,
+  ObjectRef,
+  RouteFilter,
+  Service,
+  ServicePort,
+} from "./resources.ts";
+import { GATEWAY_GROUP } from "./resources.ts";
+import { convertFilter, grpcMatch, hostMatch, httpMatch, routeOrder } from "./route_convert.ts";
+import type { PolicyStore } from "./store.ts";
+
+export const OutboundAnnotations = {
+  retryHttp: "retry.linkerd.io/http",
+  retryGrpc: "retry.linkerd.io/grpc",
+  retryLimit: "retry.linkerd.io/limit",
+  retryTimeout: "retry.linkerd.io/timeout",
+  timeoutRequest: "timeout.linkerd.io/request",
+  timeoutResponse: "timeout.linkerd.io/response",
+  timeoutIdle: "timeout.linkerd.io/idle",
+  failureAccrual: "balancer.linkerd.io/failure-accrual",
+  faMaxFailures: "balancer.linkerd.io/failure-accrual-consecutive-max-failures",
+  faMinPenalty: "balancer.linkerd.io/failure-accrual-consecutive-min-penalty",
+  faMaxPenalty: "balancer.linkerd.io/failure-accrual-consecutive-max-penalty",
+  faJitter: "balancer.linkerd.io/failure-accrual-consecutive-jitter-ratio",
+} as const;
+
+/** What a TrafficSpec resolved to. */
+export type OutboundTarget =
+  | { kind: "service"; service: Service; port: number; sourceNamespace?: string }
+  | { kind: "fallback"; addr: TcpAddress };
+
+export function sourceNamespace(sourceWorkload: string): string | undefined {
+  const t = sourceWorkload.trim();
+  if (t.startsWith("{")) {
+    try {
+      const v = JSON.parse(t) as { ns?: unknown };
+      return typeof v.ns === "string" ? v.ns : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  const i = t.indexOf(":");
+  return i > 0 ? t.slice(0, i) : undefined;
+}
+
+/** Resolves a TrafficSpec; throws invalid_argument for a malformed one, not_found for an unknown authority. */
+export function resolveTarget(store: PolicyStore, cfg: PolicyConfig, spec: TrafficSpec): OutboundTarget {
+  const srcNs = sourceNamespace(spec.sourceWorkload);
+  const t = spec.target;
+  if (!t) throw new RequestError("invalid_argument", "TrafficSpec has no target (addr or authority)");
+  if (t.$case === "addr") {
+    if (!t.value.ip) throw new RequestError("invalid_argument", "TrafficSpec.addr has no ip");
+    const port = t.value.port;
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new RequestError("invalid_argument", `TrafficSpec.addr port ${port} is not in 1..65535`);
+    }
+    let ip: string;
+    try {
+      ip = fromIpAddress(t.value.ip);
+    } catch (e) {
+      throw new RequestError("invalid_argument", `TrafficSpec.addr: ${(e as Error).message}`);
+    }
+    const svc = store.serviceByIp(ip);
+    if (svc && (svc.spec?.ports ?? []).some((p) => p.port === port)) {
+      return { kind: "service", service: svc, port, sourceNamespace: srcNs };
+    }
+    return { kind: "fallback", addr: t.value };
+  }
+  const authority = t.value;
+  const m = /^([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.(.+?))?\.?(?::([0-9]+))?$/.exec(authority);
+  if (!m || (m[3] !== undefined && m[3] !== cfg.clusterDomain)) {
+    throw new RequestError(
+      "not_found",
+      `authority ${JSON.stringify(authority)} is not a Service of this cluster`,
+    );
+  }
+  const port = m[4] ? Number(m[4]) : 80;
+  const svc = store.service(m[2], m[1]);
+  if (!svc) throw new RequestError("not_found", `Service ${m[2]}/${m[1]} not found`);
+  if (!(svc.spec?.ports ?? []).some((p) => p.port === port)) {
+    throw new RequestError("not_found", `Service ${m[2]}/${m[1]} has no port ${port}`);
+  }
+  return { kind: "service", service: svc, port, sourceNamespace: srcNs };
+}
+
+function queue(cfg: PolicyConfig) {
+  return { capacity: cfg.backendQueueCapacity, failfastTimeout: durationFromMs(cfg.backendFailfastMs) };
+}
+
+function serviceMeta(name: string, namespace: string, port: number): Metadata {
+  return {
+    kind: {
+      $case: "resource",
+      value: { group: "core", kind: "Service", name, namespace, section: "", port },
+    },
+  };
+}
+
+/** A balancer over a Service port's endpoints, discovered through Destination.Get. */
+export function serviceBackend(
+  name: string,
+  namespace: string,
+  port: number,
+  exists: boolean,
+  cfg: PolicyConfig,
+): Backend {
+  const b: Backend = { metadata: serviceMeta(name, namespace, port), queue: queue(cfg) };
+  // A missing Service leaves `kind` unset: the proxy fails requests to it (ResolvedRefs=False).
+  if (exists) {
+    b.kind = {
+      $case: "balancer",
+      value: {
+        discovery: {
+          kind: { $case: "dst", value: { path: `${name}.${namespace}.svc.${cfg.clusterDomain}:${port}` } },
+        },
+        load: { $case: "peakEwma", value: { defaultRtt: durationFromMs(30), decay: durationFromMs(10_000) } },
+      },
+    };
+  }
+  return b;
+}
+
+function forwardBackend(addr: TcpAddress, cfg: PolicyConfig): Backend {
+  return {
+    metadata: { kind: { $case: "default", value: "forward" } },
+    queue: queue(cfg),
+    kind: { $case: "forward", value: { addr, weight: 1, metricLabels: {} } },
+  };
+}
+
+const ALL = { headers: [], queryParams: [] };
+
+/** Linkerd's fallback: forward to the original destination, detecting HTTP. */
+export function fallbackPolicy(addr: TcpAddress, cfg: PolicyConfig): OutboundPolicy {
+  const backend = forwardBackend(addr, cfg);
+  const meta: Metadata = { kind: { $case: "default", value: "egress-fallback" } };
+  const http: ProtoHttpRoute = {
+    metadata: meta,
+    hosts: [],
+    rules: [{
+      matches: [ALL],
+      filters: [],
+      backends: { kind: { $case: "firstAvailable", value: { backends: [{ backend, filters: [] }] } } },
+      allowL5dRequestHeaders: false,
+    }],
+  };
+  return {
+    metadata: meta,
+    protocol: {
+      kind: {
+        $case: "detect",
+        value: {
+          timeout: durationFromMs(cfg.detectTimeoutMs),
+          opaque: { routes: [opaqueRoute(meta, backend)] },
+          http1: { routes: [http] },
+          http2: { routes: [http] },
+        },
+      },
+    },
+  };
+}
+
+function opaqueRoute(meta: Metadata, backend: Backend): OpaqueRoute {
+  return {
+    metadata: meta,
+    rules: [{
+      backends: { kind: { $case: "firstAvailable", value: { backends: [{ backend, filters: [] }] } } },
+      filters: [],
+    }],
+  };
+}
+
+function ann(
+  objs: ({ metadata: { annotations?: Record<string, string> } } | undefined)[],
+  key: string,
+): string | undefined {
+  for (const o of objs) {
+    const v = o?.metadata.annotations?.[key];
+    if (v !== undefined) return v;
+  }
+  return undefined;
+}
+
+function durationAnn(objs: Parameters<typeof ann>[0], key: string) {
+  const v = ann(objs, key);
+  if (v === undefined) return undefined;
+  try {
+    return durationFromMs(parseDurationMs(v));
+  } catch {
+    return undefined; // An unparseable annotation is ignored, as Linkerd does.
+  }
+}
+
+/** Timeouts: the route field, overridden by route then Service annotations. */
+function timeouts(objs: Parameters<typeof ann>[0], rule?: HttpRouteRule): Timeouts | undefined {
+  const field = (v: string | undefined) => {
+    if (!v) return undefined;
+    try {
+      return durationFromMs(parseDurationMs(v));
+    } catch {
+      return undefined;
+    }
+  };
+  const t: Timeouts = {
+    request: durationAnn(objs, OutboundAnnotations.timeoutRequest) ?? field(rule?.timeouts?.request),
+    response: durationAnn(objs, OutboundAnnotations.timeoutResponse) ?? field(rule?.timeouts?.backendRequest),
+    idle: durationAnn(objs, OutboundAnnotations.timeoutIdle),
+  };
+  return t.request || t.response || t.idle ? t : undefined;
+}
+
+const RETRY_BACKOFF: ExponentialBackoff = {
+  minBackoff: durationFromMs(25),
+  maxBackoff: durationFromMs(250),
+  jitterRatio: 1,
+  respectRetryAfterHint: false,
+};
+
+export function parseStatusRanges(text: string): { start: number; end: number }[] {
+  const out: { start: number; end: number }[] = [];
+  for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const x = /^([1-5])xx$/.exec(part);
+    if (x) {
+      out.push({ start: Number(x[1]) * 100, end: Number(x[1]) * 100 + 99 });
+      continue;
+    }
+    const r = /^([0-9]{3})(?:-([0-9]{3}))?$/.exec(part);
+    if (!r) throw new Error(`"${part}" is not a status code, range (500-504) or class (5xx)`);
+    out.push({ start: Number(r[1]), end: Number(r[2] ?? r[1]) });
+  }
+  return out;
+}
+
+function retryCommon(objs: Parameters<typeof ann>[0]) {
+  const limit = ann(objs, OutboundAnnotations.retryLimit);
+  return {
+    maxRetries: limit !== undefined && /^[0-9]+$/.test(limit) ? Number(limit) : 1,
+    maxRequestBytes: 64 * 1024,
+    timeout: durationAnn(objs, OutboundAnnotations.retryTimeout),
+    backoff: RETRY_BACKOFF,
+  };
+}
+
+function httpRetry(objs: Parameters<typeof ann>[0]): HttpRoute_Retry | undefined {
+  const http = ann(objs, OutboundAnnotations.retryHttp);
+  if (http === undefined && ann(objs, OutboundAnnotations.retryLimit) === undefined) return undefined;
+  let statusRanges: { start: number; end: number }[];
+  try {
+    statusRanges = parseStatusRanges(http ?? "5xx");
+  } catch {
+    return undefined;
+  }
+  return { ...retryCommon(objs), conditions: { statusRanges } };
+}
+
+function grpcRetry(objs: Parameters<typeof ann>[0]): GrpcRoute_Retry | undefined {
+  const grpc = ann(objs, OutboundAnnotations.retryGrpc);
+  if (grpc === undefined && ann(objs, OutboundAnnotations.retryLimit) === undefined) return undefined;
+  const names = new Set(
+    (grpc ?? "cancelled,deadline-exceeded,resource-exhausted,unavailable").split(",").map((s) => s.trim()),
+  );
+  return {
+    ...retryCommon(objs),
+    conditions: {
+      cancelled: names.has("cancelled"),
+      deadineExceeded: names.has("deadline-exceeded"),
+      resourceExhausted: names.has("resource-exhausted"),
+      internal: names.has("internal"),
+      unavailable: names.has("unavailable"),
+    },
+  };
+}
+
+export function failureAccrual(svc: Service): FailureAccrual | undefined {
+  const a = svc.metadata.annotations ?? {};
+  if (a[OutboundAnnotations.failureAccrual] !== "consecutive") return undefined;
+  const num = (k: string, d: number) => {
+    const v = Number(a[k]);
+    return a[k] !== undefined && Number.isFinite(v) ? v : d;
+  };
+  const dur = (k: string, d: number) => {
+    try {
+      return a[k] !== undefined ? parseDurationMs(a[k]) : d;
+    } catch {
+      return d;
+    }
+  };
+  return {
+    kind: {
+      $case: "consecutiveFailures",
+      value: {
+        maxFailures: num(OutboundAnnotations.faMaxFailures, 7),
+        backoff: {
+          minBackoff: durationFromMs(dur(OutboundAnnotations.faMinPenalty, 1_000)),
+          maxBackoff: durationFromMs(dur(OutboundAnnotations.faMaxPenalty, 60_000)),
+          jitterRatio: num(OutboundAnnotations.faJitter, 0.5),
+          respectRetryAfterHint: false,
+        },
+      },
+    },
+  };
+}
+
+/** Whether a route's parentRef names this Service port. */
+export function routeAttachesToService(
+  route: { metadata: { namespace?: string }; spec?: { parentRefs?: ObjectRef[] } },
+  svc: Service,
+  port: number | undefined,
+): boolean {
+  return (route.spec?.parentRefs ?? []).some((p) =>
+    ["", "core"].includes(p.group ?? "") && p.kind === "Service" && p.name === svc.metadata.name &&
+    (p.namespace ?? route.metadata.namespace) === svc.metadata.namespace &&
+    (port === undefined || p.port === undefined || p.port === port)
+  );
+}
+
+/**
+ * Routes for a Service port: consumer routes in the client's namespace win over the Service's
+ * own (producer) routes, as GAMMA specifies.
+ */
+function attached<T extends HttpRoute | GrpcRoute>(
+  candidates: (ns: string) => Iterable<T>,
+  svc: Service,
+  port: number,
+  srcNs: string | undefined,
+): T[] {
+  const svcNs = svc.metadata.namespace ?? "";
+  const pick = (ns: string) =>
+    [...candidates(ns)].filter((r) => routeAttachesToService(r, svc, port)).sort(routeOrder);
+  if (srcNs && srcNs !== svcNs) {
+    const consumer = pick(srcNs);
+    if (consumer.length > 0) return consumer;
+  }
+  return pick(svcNs);
+}
+
+function backendFor(
+  store: PolicyStore,
+  ref: BackendRef,
+  routeNs: string,
+  defaultPort: number,
+  cfg: PolicyConfig,
+): Backend {
+  const ns = ref.namespace ?? routeNs;
+  const port = ref.port ?? defaultPort;
+  const kindOk = (ref.kind ?? "Service") === "Service" && ["", "core"].includes(ref.group ?? "");
+  return serviceBackend(ref.name, ns, port, kindOk && store.service(ns, ref.name) !== undefined, cfg);
+}
+
+function routeMeta(group: string, kind: string, r: HttpRoute | GrpcRoute): Metadata {
+  return {
+    kind: {
+      $case: "resource",
+      value: {
+        group,
+        kind,
+        name: r.metadata.name,
+        namespace: r.metadata.namespace ?? "",
+        section: "",
+        port: 0,
+      },
+    },
+  };
+}
+
+function httpFilters(filters: HttpRouteRule["filters"], field: string): HttpRoute_Filter[] {
+  return (filters ?? []).map((f, j) => {
+    const c = convertFilter(f, `${field}[${j}]`);
+    switch (c.kind) {
+      case "requestHeaderModifier":
+        return { kind: { $case: "requestHeaderModifier", value: c.value } };
+      case "responseHeaderModifier":
+        return { kind: { $case: "responseHeaderModifier", value: c.value } };
+      case "redirect":
+        return { kind: { $case: "redirect", value: c.value } };
+    }
+  });
+}
+
+export function outboundHttpRoute(
+  store: PolicyStore,
+  group: string,
+  route: HttpRoute,
+  svc: Service,
+  port: number,
+  cfg: PolicyConfig,
+): ProtoHttpRoute {
+  const ns = route.metadata.namespace ?? "";
+  const objs = [route, svc];
+  const retry = httpRetry(objs);
+  return {
+    metadata: routeMeta(group, "HTTPRoute", route),
+    hosts: (route.spec?.hostnames ?? []).map(hostMatch),
+    rules: (route.spec?.rules ?? []).map((rule, i) => {
+      const refs = rule.backendRefs ?? [];
+      const backends: ProtoHttpRoute["rules"][number]["backends"] = refs.length === 0
+        ? {
+          kind: {
+            $case: "firstAvailable",
+            value: {
+              backends: [{
+                backend: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
+                filters: [],
+              }],
+            },
+          },
+        }
+        : {
+          kind: {
+            $case: "randomAvailable",
+            value: {
+              backends: refs.map((ref, j) => ({
+                weight: ref.weight ?? 1,
+                backend: {
+                  backend: backendFor(store, ref, ns, port, cfg),
+                  filters: httpFilters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+                },
+              })),
+            },
+          },
+        };
+      return {
+        matches: (rule.matches ?? []).map((m, j) => httpMatch(m, `spec.rules[${i}].matches[${j}]`)),
+        filters: httpFilters(rule.filters, `spec.rules[${i}].filters`),
+        backends,
+        timeouts: timeouts(objs, rule),
+        retry,
+        allowL5dRequestHeaders: cfg.allowL5dRequestHeaders,
+      };
+    }),
+  };
+}
+
+export function outboundGrpcRoute(
+  store: PolicyStore,
+  route: GrpcRoute,
+  svc: Service,
+  port: number,
+  cfg: PolicyConfig,
+): ProtoGrpcRoute {
+  const ns = route.metadata.namespace ?? "";
+  const objs = [route, svc];
+  const retry = grpcRetry(objs);
+  const filters = (list: RouteFilter[] | undefined, field: string): GrpcRoute_Filter[] =>
+    (list ?? []).flatMap((f, j) => {
+      const c = convertFilter(f, `${field}[${j}]`);
+      return c.kind === "requestHeaderModifier"
+        ? [{ kind: { $case: "requestHeaderModifier" as const, value: c.value } }]
+        : [];
+    });
+  return {
+    metadata: routeMeta(GATEWAY_GROUP, "GRPCRoute", route),
+    hosts: (route.spec?.hostnames ?? []).map(hostMatch),
+    rules: (route.spec?.rules ?? []).map((rule, i) => {
+      const refs = rule.backendRefs ?? [];
+      return {
+        matches: (rule.matches ?? []).map((m, j) => grpcMatch(m, `spec.rules[${i}].matches[${j}]`)),
+        filters: filters(rule.filters, `spec.rules[${i}].filters`),
+        backends: refs.length === 0
+          ? {
+            kind: {
+              $case: "firstAvailable",
+              value: {
+                backends: [{
+                  backend: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
+                  filters: [],
+                }],
+              },
+            },
+          }
+          : {
+            kind: {
+              $case: "randomAvailable",
+              value: {
+                backends: refs.map((ref, j) => ({
+                  weight: ref.weight ?? 1,
+                  backend: {
+                    backend: backendFor(store, ref, ns, port, cfg),
+                    filters: filters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+                  },
+                })),
+              },
+            },
+          },
+        timeouts: timeouts(objs),
+        retry,
+        allowL5dRequestHeaders: cfg.allowL5dRequestHeaders,
+      };
+    }),
+  };
+}
+
+function tryConvert<T>(f: () => T): T[] {
+  try {
+    return [f()];
+  } catch {
+    return []; // Route status reports why it was not accepted.
+  }
+}
+
+function isOpaquePort(svc: Service, sp: ServicePort | undefined): boolean {
+  const a = svc.metadata.annotations?.[Annotations.opaquePorts];
+  if (sp?.appProtocol === "linkerd.io/opaque") return true;
+  return a !== undefined && sp !== undefined && parsePortRanges(a)(sp.port);
+}
+
+export function servicePolicy(
+  store: PolicyStore,
+  svc: Service,
+  port: number,
+  cfg: PolicyConfig,
+  srcNs?: string,
+): OutboundPolicy {
+  const ns = svc.metadata.namespace ?? "";
+  const name = svc.metadata.name;
+  const meta = serviceMeta(name, ns, port);
+  const backend = serviceBackend(name, ns, port, true, cfg);
+  const sp = (svc.spec?.ports ?? []).find((p) => p.port === port);
+  const accrual = failureAccrual(svc);
+
+  const grpcRoutes = attached((n) => store.grpcRoutes(n), svc, port, srcNs)
+    .flatMap((r) => tryConvert(() => outboundGrpcRoute(store, r, svc, port, cfg)));
+  if (grpcRoutes.length > 0) {
+    return {
+      metadata: meta,
+      protocol: { kind: { $case: "grpc", value: { routes: grpcRoutes, failureAccrual: accrual } } },
+    };
+  }
+  if (isOpaquePort(svc, sp)) {
+    return {
+      metadata: meta,
+      protocol: { kind: { $case: "opaque", value: { routes: [opaqueRoute(meta, backend)] } } },
+    };
+  }
+  const httpCandidates = (n: string) => [...store.httpRoutes(n)].map((x) => x.route);
+  const groups = new Map<HttpRoute, string>();
+  for (const n of new Set([ns, srcNs ?? ns])) {
+    for (const r of store.httpRoutes(n)) groups.set(r.route, r.group);
+  }
+  let routes = attached(httpCandidates, svc, port, srcNs)
+    .flatMap((r) =>
+      tryConvert(() => outboundHttpRoute(store, groups.get(r) ?? GATEWAY_GROUP, r, svc, port, cfg))
+    );
+  if (routes.length === 0) {
+    const objs = [svc];
+    routes = [{
+      metadata: { kind: { $case: "default", value: "http" } },
+      hosts: [],
+      rules: [{
+        matches: [{ path: { kind: { $case: "prefix", value: "/" } }, headers: [], queryParams: [] }],
+        filters: [],
+        backends: { kind: { $case: "firstAvailable", value: { backends: [{ backend, filters: [] }] } } },
+        timeouts: timeouts(objs),
+        retry: httpRetry(objs),
+        allowL5dRequestHeaders: cfg.allowL5dRequestHeaders,
+      }],
+    }];
+  }
+  let protocol: ProxyProtocol;
+  if (sp?.appProtocol === "kubernetes.io/h2c") {
+    protocol = { kind: { $case: "http2", value: { routes, failureAccrual: accrual } } };
+  } else if (sp?.appProtocol === "http") {
+    protocol = { kind: { $case: "http1", value: { routes, failureAccrual: accrual } } };
+  } else {
+    protocol = {
+      kind: {
+        $case: "detect",
+        value: {
+          timeout: durationFromMs(cfg.detectTimeoutMs),
+          opaque: { routes: [opaqueRoute(meta, backend)] },
+          http1: { routes, failureAccrual: accrual },
+          http2: { routes, failureAccrual: accrual },
+        },
+      },
+    };
+  }
+  return { metadata: meta, protocol };
+}
+
+export function outboundPolicy(store: PolicyStore, cfg: PolicyConfig, spec: TrafficSpec): OutboundPolicy {
+  const target = resolveTarget(store, cfg, spec);
+  return policyForTarget(store, cfg, target);
+}
+
+export function policyForTarget(
+  store: PolicyStore,
+  cfg: PolicyConfig,
+  target: OutboundTarget,
+): OutboundPolicy {
+  return target.kind === "service"
+    ? servicePolicy(store, target.service, target.port, cfg, target.sourceNamespace)
+    : fallbackPolicy(target.addr, cfg);
+}

@@ -1,0 +1,334 @@
+/**
+ * Route status, as Gateway API users read it: for every parentRef this controller serves (a
+ * Server or a Service), `Accepted` and `ResolvedRefs` conditions, plus one saying so when
+ * attaching the route to a Server removed the default authorization of kubelet probes.
+ * `routeStatus` is pure; `RouteStatusWriter` writes only what changed, off the watch path.
+ */
+import type { PolicyConfig } from "./config.ts";
+import {
+  inboundGrpcRoute,
+  inboundHttpRoute,
+  matchingServers,
+  probePaths,
+  serverSelectsPort,
+} from "./inbound_index.ts";
+import { outboundGrpcRoute, outboundHttpRoute } from "./outbound_index.ts";
+import type {
+  Condition,
+  GrpcRoute,
+  HttpRoute,
+  Kind,
+  ObjectRef,
+  Pod,
+  RouteParentStatus,
+  RouteStatus,
+  Server,
+} from "./resources.ts";
+import { GATEWAY_GROUP, POLICY_GROUP } from "./resources.ts";
+import { selects } from "./selector.ts";
+import type { PolicyStore, StoreChange } from "./store.ts";
+
+export type RouteKind = "HTTPRoute" | "GatewayHTTPRoute" | "GRPCRoute";
+
+/** Condition type saying attaching this route removed the default probe authorization. */
+export const PROBE_CONDITION = "weft.io/DefaultProbeAuthorization";
+
+function cond(
+  type: string,
+  ok: boolean,
+  reason: string,
+  message: string,
+  generation: number | undefined,
+  now: string,
+): Condition {
+  return {
+    type,
+    status: ok ? "True" : "False",
+    reason,
+    message,
+    lastTransitionTime: now,
+    observedGeneration: generation,
+  };
+}
+
+function isServerRef(p: ObjectRef): boolean {
+  return (p.group ?? "") === POLICY_GROUP && p.kind === "Server";
+}
+function isServiceRef(p: ObjectRef): boolean {
+  return ["", "core"].includes(p.group ?? "") && p.kind === "Service";
+}
+
+function probeLoss(store: PolicyStore, server: Server): string | undefined {
+  const ns = server.metadata.namespace ?? "";
+  const hits: string[] = [];
+  for (const pod of store.list<Pod>("Pod", ns)) {
+    if (!selects(server.spec?.podSelector, pod.metadata.labels)) continue;
+    const ports = new Set<number>();
+    for (const c of pod.spec?.containers ?? []) for (const p of c.ports ?? []) ports.add(p.containerPort);
+    for (const c of pod.spec?.containers ?? []) {
+      for (const pr of [c.livenessProbe, c.readinessProbe, c.startupProbe]) {
+        const port = pr?.httpGet?.port;
+        if (typeof port === "number") ports.add(port);
+      }
+    }
+    for (const port of ports) {
+      if (!serverSelectsPort(server, pod, port) || matchingServers(store, pod, port)[0] !== server) continue;
+      const paths = probePaths(pod, port);
+      if (paths.length > 0) hits.push(`${pod.metadata.name}:${port} ${paths.join(",")}`);
+    }
+  }
+  if (hits.length === 0) return undefined;
+  const shown = hits.slice(0, 3).join("; ") + (hits.length > 3 ? `; and ${hits.length - 3} more` : "");
+  return `routes attached to Server ${server.metadata.name} replace its default routes, so kubelet probes ` +
+    `(${shown}) are no longer authorized by default; attach a route for the probe paths and authorize it`;
+}
+
+/** The status this controller owns on a route: one entry per served parentRef. */
+export function routeStatus(
+  store: PolicyStore,
+  cfg: PolicyConfig,
+  kind: RouteKind,
+  route: HttpRoute | GrpcRoute,
+  now: string,
+): RouteParentStatus[] {
+  const ns = route.metadata.namespace ?? "";
+  const gen = route.metadata.generation;
+  const group = kind === "HTTPRoute" ? POLICY_GROUP : GATEWAY_GROUP;
+  const out: RouteParentStatus[] = [];
+  for (const parentRef of route.spec?.parentRefs ?? []) {
+    if (!isServerRef(parentRef) && !isServiceRef(parentRef)) continue;
+    const parentNs = parentRef.namespace ?? ns;
+    const conditions: Condition[] = [];
+    let problem: string | undefined;
+    let server: Server | undefined;
+    if (isServerRef(parentRef)) {
+      server = store.get<Server>("Server", parentNs, parentRef.name);
+      if (!server || parentNs !== ns) {
+        conditions.push(
+          cond(
+            "Accepted",
+            false,
+            "NoMatchingParent",
+            server
+              ? "a Server parent must be in the route's namespace"
+              : `Server ${parentNs}/${parentRef.name} not found`,
+            gen,
+            now,
+          ),
+        );
+      }
+      try {
+        if (kind === "GRPCRoute") inboundGrpcRoute(store, route as GrpcRoute, cfg);
+        else inboundHttpRoute(store, group, route as HttpRoute, cfg);
+      } catch (e) {
+        problem = (e as Error).message;
+      }
+    } else {
+      const svc = store.service(parentNs, parentRef.name);
+      if (!svc) {
+        conditions.push(
+          cond(
+            "Accepted",
+            false,
+            "NoMatchingParent",
+            `Service ${parentNs}/${parentRef.name} not found`,
+            gen,
+            now,
+          ),
+        );
+      } else if (
+        parentRef.port !== undefined && !(svc.spec?.ports ?? []).some((p) => p.port === parentRef.port)
+      ) {
+        conditions.push(
+          cond(
+            "Accepted",
+            false,
+            "NoMatchingParent",
+            `Service ${parentNs}/${parentRef.name} has no port ${parentRef.port}`,
+            gen,
+            now,
+          ),
+        );
+      } else {
+        try {
+          const port = parentRef.port ?? svc.spec?.ports?.[0]?.port ?? 80;
+          if (kind === "GRPCRoute") outboundGrpcRoute(store, route as GrpcRoute, svc, port, cfg);
+          else outboundHttpRoute(store, group, route as HttpRoute, svc, port, cfg);
+        } catch (e) {
+          problem = (e as Error).message;
+        }
+      }
+    }
+    if (conditions.length === 0) {
+      conditions.push(
+        problem
+          ? cond("Accepted", false, "UnsupportedValue", problem, gen, now)
+          : cond("Accepted", true, "Accepted", "Route was valid", gen, now),
+      );
+    }
+    // Backends: only Services are supported, and each must exist.
+    const missing: string[] = [];
+    let badKind: string | undefined;
+    for (const rule of route.spec?.rules ?? []) {
+      for (const b of rule.backendRefs ?? []) {
+        if ((b.kind ?? "Service") !== "Service" || !["", "core"].includes(b.group ?? "")) {
+          badKind = `${b.group ?? ""}/${b.kind}`;
+        } else if (!store.service(b.namespace ?? ns, b.name)) missing.push(`${b.namespace ?? ns}/${b.name}`);
+      }
+    }
+    if (badKind) {
+      conditions.push(
+        cond(
+          "ResolvedRefs",
+          false,
+          "InvalidKind",
+          `backendRefs kind ${badKind} is not supported; use Service`,
+          gen,
+          now,
+        ),
+      );
+    } else if (missing.length) {
+      conditions.push(
+        cond(
+          "ResolvedRefs",
+          false,
+          "BackendNotFound",
+          `backend Service ${missing.join(", ")} not found`,
+          gen,
+          now,
+        ),
+      );
+    } else conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "Resolved all references", gen, now));
+    if (server && conditions[0].status === "True") {
+      const loss = probeLoss(store, server);
+      if (loss) conditions.push(cond(PROBE_CONDITION, false, "ProbesNotAuthorized", loss, gen, now));
+    }
+    out.push({ parentRef: stripRef(parentRef), controllerName: cfg.controllerName, conditions });
+  }
+  return out;
+}
+
+function stripRef(p: ObjectRef): ObjectRef {
+  const out: ObjectRef = { name: p.name };
+  if (p.group !== undefined) out.group = p.group;
+  if (p.kind !== undefined) out.kind = p.kind;
+  if (p.namespace !== undefined) out.namespace = p.namespace;
+  if (p.port !== undefined) out.port = p.port;
+  if (p.sectionName !== undefined) out.sectionName = p.sectionName;
+  return out;
+}
+
+/** Whether two parent statuses say the same thing (transition times aside). */
+function sameParents(a: RouteParentStatus[], b: RouteParentStatus[]): boolean {
+  const strip = (l: RouteParentStatus[]) =>
+    JSON.stringify(
+      l.map((p) => ({ ...p, conditions: p.conditions.map((c) => ({ ...c, lastTransitionTime: "" })) })),
+    );
+  return strip(a) === strip(b);
+}
+
+/** Keeps the transition time of conditions whose status did not change. */
+function keepTransitions(next: RouteParentStatus[], prev: RouteParentStatus[]): void {
+  for (const p of next) {
+    const old = prev.find((q) => JSON.stringify(q.parentRef) === JSON.stringify(p.parentRef));
+    for (const c of p.conditions) {
+      const oc = old?.conditions.find((x) => x.type === c.type);
+      if (oc && oc.status === c.status) c.lastTransitionTime = oc.lastTransitionTime;
+    }
+  }
+}
+
+/** The full `status` to write: other controllers' parents kept, ours replaced. */
+export function mergedStatus(
+  current: RouteStatus | undefined,
+  ours: RouteParentStatus[],
+  controllerName: string,
+): RouteStatus | undefined {
+  const prevOurs = (current?.parents ?? []).filter((p) => p.controllerName === controllerName);
+  keepTransitions(ours, prevOurs);
+  if (sameParents(prevOurs, ours)) return undefined;
+  const others = (current?.parents ?? []).filter((p) => p.controllerName !== controllerName);
+  return { parents: [...others, ...ours] };
+}
+
+export interface StatusClient {
+  patchStatus(kind: Kind, namespace: string, name: string, status: unknown): Promise<void>;
+}
+
+const ROUTE_KINDS: RouteKind[] = ["HTTPRoute", "GatewayHTTPRoute", "GRPCRoute"];
+
+/**
+ * Recomputes the status of routes in namespaces that changed, after a short delay so bursts
+ * coalesce, and patches those that differ. Patches run one at a time, never on the watch path.
+ */
+export class RouteStatusWriter {
+  readonly #dirty = new Set<string>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #running = false;
+  readonly #unlisten: () => void;
+  errors = 0;
+  writes = 0;
+
+  constructor(
+    readonly store: PolicyStore,
+    readonly cfg: PolicyConfig,
+    readonly client: StatusClient,
+    readonly opts: { delayMs?: number; log?: (m: string) => void; now?: () => Date } = {},
+  ) {
+    this.#unlisten = store.listen((c) => this.#onChange(c));
+  }
+
+  close(): void {
+    this.#unlisten();
+    if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  #onChange(c: StoreChange): void {
+    if (c.kind === "Namespace" || c.kind === "MeshTLSAuthentication" || c.kind === "NetworkAuthentication") {
+      return;
+    }
+    this.#dirty.add(c.namespace ?? "");
+    // Cross-namespace backends and consumer routes: a Service change may matter elsewhere.
+    if (c.kind === "Service") {
+      for (const k of ROUTE_KINDS) {
+        for (const r of this.store.list(k)) this.#dirty.add(r.metadata.namespace ?? "");
+      }
+    }
+    if (!this.#timer) this.#timer = setTimeout(() => this.#run(), this.opts.delayMs ?? 50);
+  }
+
+  async #run(): Promise<void> {
+    this.#timer = undefined;
+    if (this.#running) {
+      this.#timer = setTimeout(() => this.#run(), this.opts.delayMs ?? 50);
+      return;
+    }
+    this.#running = true;
+    try {
+      const namespaces = [...this.#dirty];
+      this.#dirty.clear();
+      for (const ns of namespaces) await this.syncNamespace(ns);
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async syncNamespace(ns: string): Promise<void> {
+    const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.[0-9]+Z$/, "Z");
+    for (const kind of ROUTE_KINDS) {
+      for (const route of [...this.store.list<HttpRoute | GrpcRoute>(kind, ns)]) {
+        const ours = routeStatus(this.store, this.cfg, kind, route, now);
+        if (ours.length === 0) continue;
+        const status = mergedStatus(route.status, ours, this.cfg.controllerName);
+        if (!status) continue;
+        try {
+          await this.client.patchStatus(kind, ns, route.metadata.name, status);
+          this.writes++;
+        } catch (e) {
+          this.errors++;
+          this.opts.log?.(`route status: ${(e as Error).message}`);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import type { Obj } from "../policy/resources.ts";
+import { policyAdmissionHandler } from "./policy_validator.ts";
+
+const existing: Obj[] = [{
+  metadata: { name: "web-http", namespace: "emojivoto" },
+  spec: { podSelector: { matchLabels: { app: "web" } }, port: 8080 },
+}];
+const handler = policyAdmissionHandler({ servers: (ns) => ns === "emojivoto" ? existing as never : [] });
+
+function review(group: string, kind: string, spec: unknown, name = "x", operation = "CREATE") {
+  return {
+    uid: "u1",
+    kind: { group, version: "v1", kind },
+    namespace: "emojivoto",
+    name,
+    operation,
+    object: { metadata: { name, namespace: "emojivoto" }, spec },
+  };
+}
+const P = "policy.linkerd.io", G = "gateway.networking.k8s.io";
+
+// Each case: the resource, and a fragment every message must contain (field first).
+const rejected: [string, ReturnType<typeof review>, string][] = [
+  [
+    "Server: bad selector operator",
+    review(P, "Server", { podSelector: { matchExpressions: [{ key: "app", operator: "Like" }] }, port: 80 }),
+    'spec.podSelector.matchExpressions[0].operator: "Like"',
+  ],
+  [
+    "Server: both selectors",
+    review(P, "Server", { podSelector: {}, externalWorkloadSelector: {}, port: 80 }),
+    "spec.podSelector: exactly one",
+  ],
+  [
+    "Server: port out of range",
+    review(P, "Server", { podSelector: {}, port: 70000 }),
+    "spec.port: 70000 is not in 1..65535",
+  ],
+  [
+    "Server: bad proxyProtocol",
+    review(P, "Server", { podSelector: {}, port: 80, proxyProtocol: "HTTP/3" }),
+    'spec.proxyProtocol: "HTTP/3"',
+  ],
+  [
+    "Server: duplicate for the same port",
+    review(P, "Server", { podSelector: { matchLabels: { app: "web" } }, port: 8080 }, "web-http-2"),
+    'spec.port: Server "web-http" already selects port 8080',
+  ],
+  [
+    "Server: empty selector overlaps every Server on the port",
+    review(P, "Server", { podSelector: {}, port: 8080 }, "all"),
+    'Server "web-http" already selects',
+  ],
+  [
+    "NetworkAuthentication: bad CIDR",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/33" }] }),
+    "spec.networks[0].cidr:",
+  ],
+  [
+    "NetworkAuthentication: bad except",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/8", except: ["10.1.0.0"] }] }),
+    "spec.networks[0].except[0]:",
+  ],
+  [
+    "ServerAuthorization: bad network",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { unauthenticated: true, networks: [{ cidr: "nope" }] },
+    }),
+    "spec.client.networks[0].cidr:",
+  ],
+  [
+    "ServerAuthorization: name and selector",
+    review(P, "ServerAuthorization", {
+      server: { name: "s", selector: {} },
+      client: { unauthenticated: true },
+    }),
+    "spec.server: exactly one",
+  ],
+  [
+    "AuthorizationPolicy: missing target kind",
+    review(P, "AuthorizationPolicy", {
+      targetRef: { group: P, kind: "Deployment", name: "web" },
+      requiredAuthenticationRefs: [],
+    }),
+    'spec.targetRef.kind: "Deployment"',
+  ],
+  [
+    "AuthorizationPolicy: unsupported authentication kind",
+    review(P, "AuthorizationPolicy", {
+      targetRef: { group: P, kind: "Server", name: "s" },
+      requiredAuthenticationRefs: [{ kind: "Secret", name: "k" }],
+    }),
+    'spec.requiredAuthenticationRefs[0].kind: "Secret"',
+  ],
+  [
+    "AuthorizationPolicy: other namespace as target",
+    review(P, "AuthorizationPolicy", {
+      targetRef: { kind: "Namespace", name: "kube-system" },
+      requiredAuthenticationRefs: [],
+    }),
+    "spec.targetRef.name: a Namespace target",
+  ],
+  [
+    "AuthorizationPolicy: two identity refs",
+    review(P, "AuthorizationPolicy", {
+      targetRef: { group: P, kind: "Server", name: "s" },
+      requiredAuthenticationRefs: [{ kind: "ServiceAccount", name: "a" }, {
+        group: P,
+        kind: "MeshTLSAuthentication",
+        name: "m",
+      }],
+    }),
+    "at most one MeshTLSAuthentication or ServiceAccount",
+  ],
+  [
+    "MeshTLSAuthentication: bad identity",
+    review(P, "MeshTLSAuthentication", { identities: ["web*.example"] }),
+    'spec.identities[0]: "web*.example"',
+  ],
+  [
+    "MeshTLSAuthentication: bad identityRef kind",
+    review(P, "MeshTLSAuthentication", { identityRefs: [{ kind: "Pod", name: "p" }] }),
+    'spec.identityRefs[0].kind: "Pod"',
+  ],
+  [
+    "HTTPRoute: invalid path regex",
+    review(P, "HTTPRoute", {
+      parentRefs: [{ group: P, kind: "Server", name: "s" }],
+      rules: [{ matches: [{ path: { type: "RegularExpression", value: "/api/(" } }] }],
+    }),
+    'spec.rules[0].matches[0].path.value: "/api/(" is not a valid regular expression',
+  ],
+  [
+    "HTTPRoute: invalid header regex",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ matches: [{ headers: [{ type: "RegularExpression", name: "x", value: "[" }] }] }],
+    }),
+    "spec.rules[0].matches[0].headers[0].value:",
+  ],
+  [
+    "HTTPRoute: unsupported filter",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ filters: [{ type: "URLRewrite" }] }],
+    }),
+    'spec.rules[0].filters[0].type: filter "URLRewrite" is not supported',
+  ],
+  [
+    "HTTPRoute: backend of another kind",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }],
+    }),
+    "spec.rules[0].backendRefs[0].kind: backends must be Services",
+  ],
+  [
+    "HTTPRoute: bad timeout",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ timeouts: { request: "soon" } }],
+    }),
+    "spec.rules[0].timeouts.request:",
+  ],
+  [
+    "HTTPRoute: Server parent in the wrong group",
+    review(P, "HTTPRoute", { parentRefs: [{ kind: "Server", name: "s" }] }),
+    "spec.parentRefs[0].group: a Server parent",
+  ],
+  [
+    "GRPCRoute: regex method match",
+    review(G, "GRPCRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ matches: [{ method: { type: "RegularExpression", service: "a.*" } }] }],
+    }),
+    "spec.rules[0].matches[0].method.type",
+  ],
+];
+for (const [title, req, want] of rejected) {
+  Deno.test(`rejects ${title}`, async () => {
+    const d = await handler(req);
+    assert.ok(d.problems.length > 0, "want a problem");
+    assert.ok(
+      d.problems.some((p) => p.includes(want)),
+      `problems ${JSON.stringify(d.problems)} lack ${want}`,
+    );
+  });
+}
+
+const accepted: [string, ReturnType<typeof review>][] = [
+  [
+    "Server on another port",
+    review(P, "Server", {
+      podSelector: { matchLabels: { app: "web" } },
+      port: 9090,
+      proxyProtocol: "HTTP/1",
+    }),
+  ],
+  [
+    "the same Server updated",
+    review(P, "Server", { podSelector: { matchLabels: { app: "web" } }, port: 8080 }, "web-http", "UPDATE"),
+  ],
+  [
+    "Server with a named port and a different selector",
+    review(P, "Server", { podSelector: { matchLabels: { app: "api" } }, port: "http" }),
+  ],
+  [
+    "AuthorizationPolicy on the namespace",
+    review(P, "AuthorizationPolicy", {
+      targetRef: { kind: "Namespace", name: "emojivoto" },
+      requiredAuthenticationRefs: [{ group: P, kind: "NetworkAuthentication", name: "n" }],
+    }),
+  ],
+  [
+    "MeshTLSAuthentication with globs",
+    review(P, "MeshTLSAuthentication", {
+      identities: ["*", "*.emojivoto.serviceaccount.identity.linkerd.cluster.local"],
+    }),
+  ],
+  [
+    "valid HTTPRoute",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ group: "core", kind: "Service", name: "web", port: 80 }],
+      rules: [{
+        matches: [{ path: { type: "RegularExpression", value: "/api/v[0-9]+" } }],
+        timeouts: { request: "5s" },
+      }],
+    }),
+  ],
+  ["a DELETE", review(P, "Server", {}, "x", "DELETE")],
+];
+for (const [title, req] of accepted) {
+  Deno.test(`accepts ${title}`, async () => {
+    assert.deepEqual((await handler(req)).problems, []);
+  });
+}
