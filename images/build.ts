@@ -40,10 +40,15 @@ export interface BuiltImage {
   rebuilt: boolean;
 }
 
+export type ImageKey = "pause" | "coredns" | "weft";
+
 export interface BuildOptions {
   cacheDir: string;
+  /** The CoreDNS binary to package (built with the cluster); needed only for the coredns image. */
   corednsBinary: string;
   log: (s: string) => void;
+  /** Build only these images (default: all). */
+  only?: ImageKey[];
 }
 
 async function run(cmd: string, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) {
@@ -84,6 +89,11 @@ async function* walk(path: string): AsyncGenerator<string> {
   for (const n of names.sort()) yield* walk(join(path, n));
 }
 
+/** Unit tests and dot-directories (scratch work) are not shipped, so editing them does not rebuild the image. */
+function shipped(path: string): boolean {
+  return !path.endsWith("_test.ts") && !path.split("/").some((seg) => seg.startsWith("."));
+}
+
 /** Hash of file paths and contents, so a content change (not a timestamp) triggers a rebuild. */
 async function hashTree(root: string, paths: string[], extra: string[]): Promise<string> {
   const h: string[] = [...extra];
@@ -91,7 +101,8 @@ async function hashTree(root: string, paths: string[], extra: string[]): Promise
     const abs = join(root, p);
     if (!(await exists(abs))) continue;
     for await (const f of walk(abs)) {
-      h.push(relative(root, f), await sha256Bytes(await Deno.readFile(f)));
+      const rel = relative(root, f);
+      if (shipped(rel)) h.push(rel, await sha256Bytes(await Deno.readFile(f)));
     }
   }
   return await sha256Bytes(new TextEncoder().encode(h.join("\n")));
@@ -303,6 +314,7 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
       const src = join(REPO, p);
       if (!(await exists(src))) continue;
       for await (const f of walk(src)) {
+        if (!shipped(relative(REPO, f))) continue;
         const dest = join(app, relative(REPO, f));
         await Deno.mkdir(dirname(dest), { recursive: true });
         await Deno.copyFile(f, dest);
@@ -325,7 +337,14 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
 /** Builds every image the cluster needs (only those whose inputs changed). */
 export async function buildImages(opts: BuildOptions): Promise<BuiltImage[]> {
   await Deno.mkdir(join(opts.cacheDir, "deno-dir"), { recursive: true });
-  return [await buildPause(opts), await buildCoreDns(opts), await buildWeft(opts)];
+  const builders: Record<ImageKey, (o: BuildOptions) => Promise<BuiltImage>> = {
+    pause: buildPause,
+    coredns: buildCoreDns,
+    weft: buildWeft,
+  };
+  const out: BuiltImage[] = [];
+  for (const key of opts.only ?? (["pause", "coredns", "weft"] as const)) out.push(await builders[key](opts));
+  return out;
 }
 
 /**

@@ -33,7 +33,9 @@ build() {
   rm -rf "$tmp" && mkdir -p "$tmp"
   local start=$SECONDS
   echo "building $name $version ($*) ..." >&2
-  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
+  local verbose=()
+  [[ -n "${WEFT_BUILD_VERBOSE:-}" ]] && verbose=(-v)
+  (cd "$dir" && go build "${verbose[@]}" -trimpath -ldflags "-s -w $ldflags" -o "$tmp/" "$@")
   touch "$tmp/.complete"
   rm -rf "$out" && mv "$tmp" "$out"
   echo "built $name $version in $((SECONDS - start))s" >&2
@@ -52,10 +54,10 @@ build_k8s() {
 }
 
 build_etcd() {
-  # The server module's root package is `main`; go build names the binary after the last path element.
+  # The server module's root package is `main`; go build names that binary "server".
   build etcd "$ETCD_VERSION" "$HERE/go/etcd" "" go.etcd.io/etcd/server/v3
-  [[ -f "$CACHE/etcd-$ETCD_VERSION/v3" ]] && mv "$CACHE/etcd-$ETCD_VERSION/v3" "$CACHE/etcd-$ETCD_VERSION/etcd"
-  return 0
+  local d="$CACHE/etcd-$ETCD_VERSION"
+  if [[ -f "$d/server" ]]; then mv "$d/server" "$d/etcd"; fi
 }
 
 build_coredns() {

@@ -3,7 +3,7 @@
 
 export const NODE_NAME = "weft-node";
 
-/** The API server and kubelet listen on an address that exists only on a dummy device this setup creates. */
+/** The API server and kubelet listen on an address that exists only on a portless device this setup creates. */
 export const API_DEVICE = "weft-api";
 export const NODE_IP = "10.10.0.1";
 export const API_PORT = 6443;

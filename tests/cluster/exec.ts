@@ -57,13 +57,17 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function waitFor(check: () => Promise<boolean>, timeoutMs: number, intervalMs = 500): Promise<boolean> {
+export async function waitFor(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 500,
+): Promise<boolean> {
   const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
+  for (;;) {
     try {
       if (await check()) return true;
     } catch { /* not yet */ }
+    if (Date.now() >= end) return false;
     await sleep(intervalMs);
   }
-  return false;
 }

@@ -5,7 +5,6 @@ import {
   API_DEVICE,
   BRIDGE,
   CNI_NETWORK,
-  CONTAINERD_ROOT,
   DEBIAN_PACKAGES,
   HOST_STATE_FILE,
   ISOLATION_CHAIN,
@@ -29,6 +28,17 @@ export async function ensurePackages(log: (s: string) => void) {
   const env = { DEBIAN_FRONTEND: "noninteractive" };
   await must("apt-get", ["update", "-qq"], { env });
   await must("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], { env });
+}
+
+interface HostState {
+  sysctls: Record<string, string>;
+  netnsMounted: boolean;
+  cniDirExisted: boolean;
+}
+
+async function isMountPoint(path: string): Promise<boolean> {
+  const mountinfo = await Deno.readTextFile("/proc/self/mountinfo");
+  return mountinfo.split("\n").some((l) => l.split(" ")[4] === path);
 }
 
 async function readSysctl(key: string): Promise<string | undefined> {
@@ -70,7 +80,13 @@ export async function prepareHost(log: (s: string) => void) {
       const v = await readSysctl(k);
       if (v !== undefined) saved[k] = v;
     }
-    await Deno.writeTextFile(HOST_STATE_FILE, JSON.stringify({ sysctls: saved }, null, 2));
+    // containerd creates these on first use; `down` removes them only if they were not there before.
+    const state: HostState = {
+      sysctls: saved,
+      netnsMounted: await isMountPoint("/run/netns"),
+      cniDirExisted: await exists("/var/lib/cni"),
+    };
+    await Deno.writeTextFile(HOST_STATE_FILE, JSON.stringify(state, null, 2));
   }
   // Isolation first: forwarding is switched on only once pod traffic has nowhere to go but the cluster.
   await installIsolation();
@@ -87,7 +103,9 @@ export async function prepareHost(log: (s: string) => void) {
 
 async function ensureApiAddress() {
   if ((await exec("ip", ["link", "show", API_DEVICE])).code !== 0) {
-    await must("ip", ["link", "add", API_DEVICE, "type", "dummy"]);
+    // An empty bridge stands in for a dummy device (this kernel has no dummy driver and loads no modules): its
+    // address is local to the host and it has no ports, so nothing it holds is reachable from outside.
+    await must("ip", ["link", "add", API_DEVICE, "type", "bridge"]);
   }
   const addrs = await must("ip", ["-4", "-o", "addr", "show", "dev", API_DEVICE]);
   if (!addrs.includes(`${NODE_IP}/32`)) await must("ip", ["addr", "add", `${NODE_IP}/32`, "dev", API_DEVICE]);
@@ -108,24 +126,34 @@ export function isolationRules(): string[][] {
 
 /** Installs (or re-asserts) the isolation chain and keeps its jump the first rule of FORWARD. */
 export async function installIsolation() {
-  if ((await exec("iptables", ["-w", "-n", "-L", ISOLATION_CHAIN])).code !== 0) {
-    await must("iptables", ["-w", "-N", ISOLATION_CHAIN]);
+  // One iptables-restore transaction replaces the chain's rules atomically: there is never a moment in which
+  // the chain is empty while FORWARD jumps to it.
+  const quote = (a: string) => (a.includes(" ") ? `"${a}"` : a);
+  const lines = ["*filter", `:${ISOLATION_CHAIN} - [0:0]`];
+  for (const r of isolationRules()) {
+    lines.push(["-A", ISOLATION_CHAIN, ...r, ...COMMENT].map(quote).join(" "));
   }
-  await must("iptables", ["-w", "-F", ISOLATION_CHAIN]);
-  for (const r of isolationRules()) await must("iptables", ["-w", "-A", ISOLATION_CHAIN, ...r, ...COMMENT]);
+  lines.push("COMMIT", "");
+  await must("iptables-restore", ["-w", "--noflush"], { stdin: lines.join("\n") });
   await ensureFirstJump();
   // Pods have no IPv6 addresses, but a bridge port could still carry forwarded IPv6: drop it.
   const v6 = ["FORWARD", "-i", BRIDGE, "-j", "DROP", ...COMMENT];
   if ((await exec("ip6tables", ["-w", "-C", ...v6])).code !== 0) await must("ip6tables", ["-w", "-I", ...v6]);
 }
 
-/** kube-proxy prepends its own FORWARD jumps; move ours back in front so it is evaluated first. */
+/** kube-proxy prepends its own FORWARD jumps; put ours back in front so it is evaluated first. */
 export async function ensureFirstJump() {
   const jump = ["-j", ISOLATION_CHAIN, ...COMMENT];
-  const rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
+  let rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
   if (rules[1]?.includes(`-j ${ISOLATION_CHAIN}`)) return;
-  while ((await exec("iptables", ["-w", "-D", "FORWARD", ...jump])).code === 0) { /* remove duplicates */ }
+  // Insert the new jump before removing old ones, so the chain is never bypassed in between.
   await must("iptables", ["-w", "-I", "FORWARD", "1", ...jump]);
+  rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
+  // Line 0 is the policy, so a rule's line index is its rule number.
+  const later = rules.map((r, i) => (i > 1 && r.includes(`-j ${ISOLATION_CHAIN}`) ? i : 0)).filter((i) =>
+    i > 0
+  );
+  for (const n of later.reverse()) await must("iptables", ["-w", "-D", "FORWARD", String(n)]);
 }
 
 export async function removeIsolation() {
@@ -162,23 +190,37 @@ export async function teardownNetwork() {
       if (e.name.startsWith(`${CNI_NETWORK}-`)) await Deno.remove(`/var/lib/cni/results/${e.name}`);
     }
   } catch { /* none */ }
+  for (const cmd of ["iptables", "ip6tables"] as const) await removeKubeChains(cmd);
   try {
-    const saved = JSON.parse(await Deno.readTextFile(HOST_STATE_FILE)) as { sysctls: Record<string, string> };
+    const saved = JSON.parse(await Deno.readTextFile(HOST_STATE_FILE)) as HostState;
     for (const [k, v] of Object.entries(saved.sysctls)) await writeSysctl(k, v).catch(() => {});
+    if (!saved.cniDirExisted) await Deno.remove("/var/lib/cni", { recursive: true }).catch(() => {});
+    if (!saved.netnsMounted && (await isMountPoint("/run/netns"))) {
+      const left = [...Deno.readDirSync("/run/netns")];
+      if (left.length === 0) await exec("umount", ["/run/netns"]);
+    }
     await Deno.remove(HOST_STATE_FILE);
   } catch { /* nothing saved */ }
 }
 
-/** Network namespaces whose processes are the pods of our containerd (sandboxes left behind by a crash). */
-export async function ourNetnsNames(): Promise<string[]> {
-  const names: string[] = [];
-  try {
-    for await (const e of Deno.readDir("/run/netns")) if (e.name.startsWith("cni-")) names.push(e.name);
-  } catch { /* none */ }
-  return names;
-}
-
-/** Whether containerd's root is ours (it holds the imported images, which survive `down`). */
-export function containerdRoot(): string {
-  return CONTAINERD_ROOT;
+/**
+ * kubelet and kube-proxy own every KUBE-* chain (kubelet's KUBE-FIREWALL and canaries, kube-proxy's service
+ * chains): remove the jumps to them from the built-in chains, then the chains themselves.
+ */
+async function removeKubeChains(cmd: "iptables" | "ip6tables") {
+  for (const table of ["filter", "nat", "mangle"]) {
+    const r = await exec(cmd, ["-w", "-t", table, "-S"]);
+    if (r.code !== 0) continue;
+    const lines = r.stdout.split("\n");
+    for (const l of lines) {
+      const m = l.match(/^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) (.*-j KUBE-\S+.*)$/);
+      if (!m) continue;
+      // iptables -S quotes comments; split on spaces outside quotes to pass each argument through.
+      const args = m[2].match(/"[^"]*"|\S+/g)!.map((a) => a.replace(/^"|"$/g, ""));
+      await exec(cmd, ["-w", "-t", table, "-D", m[1], ...args]);
+    }
+    const chains = lines.filter((l) => l.startsWith("-N KUBE-")).map((l) => l.slice(3));
+    for (const c of chains) await exec(cmd, ["-w", "-t", table, "-F", c]);
+    for (const c of chains) await exec(cmd, ["-w", "-t", table, "-X", c]);
+  }
 }

@@ -79,7 +79,11 @@ async function issue(spec: CertSpec) {
   const ext = join(PKI_DIR, `${spec.name}.ext`);
   await must("openssl", ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key]);
   await must("openssl", ["req", "-new", "-key", key, "-subj", spec.subject, "-out", csr]);
-  const lines = ["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", EXT[spec.usage]];
+  const lines = [
+    "basicConstraints=CA:FALSE",
+    "keyUsage=critical,digitalSignature,keyEncipherment",
+    EXT[spec.usage],
+  ];
   if (spec.sans) lines.push(`subjectAltName=${spec.sans.join(",")}`);
   await Deno.writeTextFile(ext, lines.join("\n") + "\n");
   await must("openssl", [

@@ -105,14 +105,14 @@ export async function logTail(name: string, lines = 15): Promise<string> {
   }
 }
 
-/** Pids of processes whose command line contains `needle` (used to find containerd shims left behind). */
-export async function pidsMatching(needle: string): Promise<number[]> {
+/** Pids of processes whose command line contains (or starts with) `needle`, e.g. containerd shims left behind. */
+export async function pidsMatching(needle: string, prefix = false): Promise<number[]> {
   const pids: number[] = [];
   for await (const e of Deno.readDir("/proc")) {
     if (!/^\d+$/.test(e.name)) continue;
     try {
       const cmd = (await Deno.readTextFile(`/proc/${e.name}/cmdline`)).replaceAll("\0", " ");
-      if (cmd.includes(needle)) pids.push(Number(e.name));
+      if (prefix ? cmd.startsWith(needle) : cmd.includes(needle)) pids.push(Number(e.name));
     } catch { /* exited */ }
   }
   return pids;

@@ -1,0 +1,398 @@
+// `cluster:up`, `cluster:down` and `cluster:status` of the local single-node cluster.
+//
+// up:   packages -> binaries (cached build) -> images -> host network and isolation -> PKI -> containerd ->
+//       etcd -> kube-apiserver -> controller-manager, scheduler -> kubelet, kube-proxy -> addons -> wait Ready.
+//       Each step is skipped when already done, so a second `up` is quick and changes nothing.
+// down: pods (through the CRI, so CNI tears down their network) -> processes -> kube-proxy rules -> mounts,
+//       network, state. Images and PKI are kept for the next `up`.
+
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  ADMIN_KUBECONFIG,
+  API_DEVICE,
+  API_URL,
+  BIN_CACHE,
+  BRIDGE,
+  CNI_IPAM_DIR,
+  CONTAINERD_SOCKET,
+  ETCD_CLIENT_PORT,
+  ETCD_DIR,
+  IMAGE_CACHE,
+  KUBELET_DIR,
+  LOG_DIR,
+  NODE_NAME,
+  RUN_DIR,
+  STATE_DIR,
+} from "./config.ts";
+import { exec, exists, must, sleep, waitFor } from "./exec.ts";
+import { ensureFirstJump, ensurePackages, prepareHost, teardownNetwork, unmountBelow } from "./host.ts";
+import { ensurePki } from "./pki.ts";
+import { type Binaries, processSpecs, writeConfigs } from "./components.ts";
+import { killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
+import { ADDONS_YAML } from "./addons.ts";
+import { buildImages, importImages } from "../../images/build.ts";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+type Log = (s: string) => void;
+
+export class ComponentError extends Error {
+  constructor(readonly component: string, message: string) {
+    super(`${component}: ${message}\n  log: ${logFile(component)}`);
+  }
+}
+
+/** Versions and cache directories of the built binaries, from build.sh (the wrapper go.mod files pin them). */
+export async function binaryDirs(): Promise<Binaries> {
+  const out = await must("bash", [join(HERE, "build.sh"), "versions"]);
+  const v = Object.fromEntries(out.trim().split(" ").map((kv) => kv.split("=")));
+  return {
+    k8s: join(BIN_CACHE, `k8s-${v.k8s}`),
+    etcd: join(BIN_CACHE, `etcd-${v.etcd}`),
+    coredns: join(BIN_CACHE, `coredns-${v.coredns}`),
+    crictl: join(BIN_CACHE, `crictl-${v.crictl}`),
+  };
+}
+
+/** Path of the kubectl built with the cluster (same release as the API server). */
+export async function kubectlPath(): Promise<string> {
+  return join((await binaryDirs()).k8s, "kubectl");
+}
+
+/** Builds what is missing from the cache, printing progress while the (slow) compile runs. */
+async function buildBinaries(log: Log) {
+  await Deno.mkdir(LOG_DIR, { recursive: true });
+  const buildLog = join(LOG_DIR, "build.log");
+  for (const part of ["k8s", "etcd", "coredns", "crictl"]) {
+    const bins = await binaryDirs();
+    if (await exists(join(bins[part as keyof Binaries], ".complete"))) continue;
+    log(`build: ${part} (first run on this machine; go build output in ${buildLog})`);
+    const file = await Deno.open(buildLog, { write: true, create: true, append: true });
+    // WEFT_BUILD_VERBOSE makes go list each package it compiles: counted below as progress.
+    const child = new Deno.Command("bash", {
+      args: [join(HERE, "build.sh"), part],
+      stdout: "piped",
+      stderr: "piped",
+      env: { WEFT_BUILD_VERBOSE: "1" },
+    }).spawn();
+    let packages = 0;
+    const startAt = Date.now();
+    const pump = async (s: ReadableStream<Uint8Array>, count: boolean) => {
+      for await (const chunk of s) {
+        await file.write(chunk);
+        if (count) packages += new TextDecoder().decode(chunk).split("\n").length - 1;
+      }
+    };
+    const timer = setInterval(() => {
+      log(`build: ${part}: ${packages} packages compiled, ${Math.round((Date.now() - startAt) / 1000)}s`);
+    }, 30_000);
+    const [status] = await Promise.all([child.status, pump(child.stdout, false), pump(child.stderr, true)]);
+    clearInterval(timer);
+    file.close();
+    if (!status.success) throw new ComponentError("build", `building ${part} failed (see ${buildLog})`);
+    log(`build: ${part} done in ${Math.round((Date.now() - startAt) / 1000)}s`);
+  }
+}
+
+async function kubectl(args: string[], stdin?: string) {
+  const bin = await kubectlPath();
+  return await exec(bin, ["--kubeconfig", ADMIN_KUBECONFIG, ...args], stdin === undefined ? {} : { stdin });
+}
+
+async function apiReady(): Promise<boolean> {
+  const r = await kubectl(["get", "--raw", "/readyz", "--request-timeout=3s"]);
+  return r.code === 0 && r.stdout.trim() === "ok";
+}
+
+async function tcpOpen(port: number): Promise<boolean> {
+  try {
+    const c = await Deno.connect({ hostname: "127.0.0.1", port });
+    c.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await r.body?.cancel();
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** How each component shows it is up, and how long it may take. */
+const READY: Record<string, { check: () => Promise<boolean>; timeoutMs: number }> = {
+  containerd: {
+    check: async () => (await exec("ctr", ["-a", CONTAINERD_SOCKET, "version"])).code === 0,
+    timeoutMs: 30_000,
+  },
+  etcd: { check: () => tcpOpen(ETCD_CLIENT_PORT), timeoutMs: 30_000 },
+  "kube-apiserver": { check: apiReady, timeoutMs: 120_000 },
+  // Their health endpoints need authentication; staying alive for a moment is the check.
+  "kube-controller-manager": { check: async () => (await sleep(1000), true), timeoutMs: 0 },
+  "kube-scheduler": { check: async () => (await sleep(1000), true), timeoutMs: 0 },
+  kubelet: { check: () => httpOk("http://127.0.0.1:10248/healthz"), timeoutMs: 60_000 },
+  "kube-proxy": { check: () => httpOk("http://127.0.0.1:10256/healthz"), timeoutMs: 60_000 },
+};
+
+async function startComponents(bins: Binaries, log: Log, only?: (name: string) => boolean) {
+  for (const spec of processSpecs(bins)) {
+    if (only && !only(spec.name)) continue;
+    const pid = await runningPid(spec.name, spec.binary);
+    if (pid) continue;
+    if (spec.name === "etcd") await Deno.mkdir(ETCD_DIR, { recursive: true, mode: 0o700 });
+    log(`start: ${spec.name}`);
+    const started = await start(spec);
+    const ready = READY[spec.name];
+    const ok = await waitFor(
+      async () => (await runningPid(spec.name)) !== undefined && await ready.check(),
+      ready.timeoutMs,
+    );
+    if (!(await runningPid(spec.name)) || !ok) {
+      const tail = await logTail(spec.name);
+      throw new ComponentError(
+        spec.name,
+        `${(await runningPid(spec.name)) ? "not ready" : "exited"} (pid ${started})\n${tail}`,
+      );
+    }
+  }
+}
+
+async function waitNodeReady(log: Log) {
+  log(`wait: node ${NODE_NAME} Ready`);
+  const ok = await waitFor(
+    async () => {
+      const r = await kubectl([
+        "get",
+        "node",
+        NODE_NAME,
+        "-o",
+        'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+      ]);
+      return r.stdout.trim() === "True";
+    },
+    120_000,
+    1000,
+  );
+  if (!ok) {
+    throw new ComponentError(
+      "kubelet",
+      `node ${NODE_NAME} did not become Ready\n${await logTail("kubelet")}`,
+    );
+  }
+}
+
+async function applyAddons(log: Log) {
+  log("addons: RBAC and CoreDNS");
+  // The default ServiceAccount admission needs the controller to have created kube-system's accounts first.
+  await waitFor(
+    async () => (await kubectl(["-n", "kube-system", "get", "serviceaccount", "default"])).code === 0,
+    60_000,
+  );
+  const r = await kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], ADDONS_YAML);
+  if (r.code !== 0) throw new ComponentError("kube-apiserver", `applying addons failed: ${r.stderr.trim()}`);
+  log("wait: CoreDNS available");
+  const w = await kubectl(["-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=180s"]);
+  if (w.code !== 0) {
+    const pods = await kubectl(["-n", "kube-system", "get", "pods", "-o", "wide"]);
+    throw new ComponentError(
+      "kubelet",
+      `CoreDNS did not become available: ${w.stderr.trim()}\n${pods.stdout}`,
+    );
+  }
+}
+
+export interface UpResult {
+  kubeconfig: string;
+  kubectl: string;
+}
+
+function requireRootLinux(): string | undefined {
+  if (Deno.build.os !== "linux") return `the local cluster needs Linux (this is ${Deno.build.os})`;
+  if (Deno.uid() !== 0) return "the local cluster needs root (it runs containerd, kubelet and iptables)";
+  return undefined;
+}
+
+/** Why this machine cannot run the local cluster, or undefined when it can. */
+export function unavailableReason(): string | undefined {
+  return requireRootLinux();
+}
+
+export async function up(log: Log): Promise<UpResult> {
+  const reason = requireRootLinux();
+  if (reason) throw new Error(reason);
+  const t0 = Date.now();
+  await ensurePackages(log);
+  await buildBinaries(log);
+  const bins = await binaryDirs();
+
+  await Deno.mkdir(IMAGE_CACHE, { recursive: true });
+  const images = await buildImages({
+    cacheDir: IMAGE_CACHE,
+    corednsBinary: join(bins.coredns, "coredns"),
+    log,
+  });
+
+  await prepareHost(log);
+  await ensurePki(log);
+  await writeConfigs();
+
+  await startComponents(bins, log, (n) => n === "containerd");
+  // Before the first pod: the sandbox image must be there, or the CRI would try to pull it.
+  await importImages(images, CONTAINERD_SOCKET, log);
+  await startComponents(bins, log);
+  await ensureFirstJump();
+  await waitNodeReady(log);
+  await applyAddons(log);
+  log(`up: cluster ready in ${((Date.now() - t0) / 1000).toFixed(0)}s (${API_URL})`);
+  return { kubeconfig: ADMIN_KUBECONFIG, kubectl: join(bins.k8s, "kubectl") };
+}
+
+/** True when every component runs and the API server answers ready. */
+export async function isRunning(): Promise<boolean> {
+  if (requireRootLinux()) return false;
+  let bins: Binaries;
+  try {
+    bins = await binaryDirs();
+  } catch {
+    return false;
+  }
+  for (const spec of processSpecs(bins)) if (!(await runningPid(spec.name, spec.binary))) return false;
+  return await exists(ADMIN_KUBECONFIG) && await apiReady();
+}
+
+export async function down(log: Log) {
+  const reason = requireRootLinux();
+  if (reason) throw new Error(reason);
+  const bins = await binaryDirs();
+  const specs = processSpecs(bins);
+  // kubelet first, so it does not restart the pods being removed.
+  if (await stop("kubelet")) log("stop: kubelet");
+  const crictl = join(bins.crictl, "crictl");
+  if ((await runningPid("containerd")) && (await exists(crictl))) {
+    const endpoint = [
+      "-r",
+      `unix://${CONTAINERD_SOCKET}`,
+      "-i",
+      `unix://${CONTAINERD_SOCKET}`,
+      "--timeout",
+      "60s",
+    ];
+    const pods = (await exec(crictl, [...endpoint, "pods", "-q"])).stdout.trim().split("\n").filter(Boolean);
+    if (pods.length) {
+      log(`pods: removing ${pods.length} pod sandbox(es)`);
+      await exec(crictl, [...endpoint, "stopp", ...pods]);
+      await exec(crictl, [...endpoint, "rmp", "-f", ...pods]);
+    }
+  }
+  for (const spec of [...specs].reverse()) {
+    if (spec.name === "kubelet") continue;
+    if (await stop(spec.name)) log(`stop: ${spec.name}`);
+  }
+  // Shims (and so containers) whose containerd is gone: the runtime can no longer stop them for us.
+  for (const pid of await pidsMatching(`-address ${CONTAINERD_SOCKET}`)) await killPid(pid, 2000);
+  await killCgroup("kubepods");
+  // kube-proxy knows its own rules (KUBE-* chains in filter and nat) and removes them.
+  const kp = join(bins.k8s, "kube-proxy");
+  if (await exists(kp)) await exec(kp, ["--cleanup", "--v=0"]);
+  const unmounted = await unmountBelow([KUBELET_DIR, RUN_DIR, STATE_DIR]);
+  if (unmounted.length) log(`mounts: unmounted ${unmounted.length}`);
+  await removeNetnsOfPods();
+  await teardownNetwork();
+  for (const d of [ETCD_DIR, KUBELET_DIR, RUN_DIR, CNI_IPAM_DIR, join(STATE_DIR, "kubelet-plugins")]) {
+    await Deno.remove(d, { recursive: true }).catch(() => {});
+  }
+  const left = await leftovers(bins);
+  if (left.length) throw new ComponentError("down", `left behind:\n  ${left.join("\n  ")}`);
+  log("down: cluster stopped; no process, mount, netns, link or iptables rule left (images and PKI kept)");
+}
+
+/** What `down` should have removed but is still there. */
+export async function leftovers(bins: Binaries): Promise<string[]> {
+  const left: string[] = [];
+  for (const spec of processSpecs(bins)) {
+    for (const pid of await pidsMatching(`${spec.binary} `, true)) left.push(`process ${pid} (${spec.name})`);
+  }
+  for (const pid of await pidsMatching(`-address ${CONTAINERD_SOCKET}`)) left.push(`process ${pid} (shim)`);
+  const mountinfo = await Deno.readTextFile("/proc/self/mountinfo");
+  for (const l of mountinfo.split("\n")) {
+    const p = l.split(" ")[4];
+    if (p && [STATE_DIR, RUN_DIR].some((d) => p.startsWith(d))) left.push(`mount ${p}`);
+  }
+  try {
+    for await (const e of Deno.readDir("/run/netns")) {
+      if (e.name.startsWith("cni-")) left.push(`netns ${e.name}`);
+    }
+  } catch { /* none */ }
+  for (const dev of [BRIDGE, API_DEVICE]) {
+    if ((await exec("ip", ["link", "show", dev])).code === 0) left.push(`link ${dev}`);
+  }
+  for (const cmd of ["iptables", "ip6tables"]) {
+    for (const table of ["filter", "nat", "mangle"]) {
+      const rules = (await exec(cmd, ["-w", "-t", table, "-S"])).stdout.split("\n");
+      for (const r of rules) if (/KUBE-|WEFT-|weft-cluster/.test(r)) left.push(`${cmd} -t ${table} ${r}`);
+    }
+  }
+  return left;
+}
+
+/** Kills what is left in kubelet's pod cgroups and removes them, in every v1 hierarchy. */
+async function killCgroup(name: string) {
+  const roots: string[] = [];
+  try {
+    for await (const e of Deno.readDir("/sys/fs/cgroup")) roots.push(join("/sys/fs/cgroup", e.name, name));
+  } catch {
+    return;
+  }
+  const dirs: string[] = [];
+  const walk = async (d: string) => {
+    dirs.push(d);
+    for await (const e of Deno.readDir(d)) if (e.isDirectory) await walk(join(d, e.name));
+  };
+  for (const r of roots) await walk(r).catch(() => {});
+  for (const d of dirs) {
+    const procs = await Deno.readTextFile(join(d, "cgroup.procs")).catch(() => "");
+    for (const p of procs.split("\n").filter(Boolean)) await killPid(Number(p), 0);
+  }
+  dirs.sort((a, b) => b.length - a.length);
+  for (const d of dirs) await Deno.remove(d).catch(() => {});
+}
+
+/** Network namespaces containerd created for our pods and left behind (e.g. after a crash). */
+async function removeNetnsOfPods() {
+  // crictl rmp normally removes them; leftovers are cni-* namespaces with no process inside.
+  try {
+    for await (const e of Deno.readDir("/run/netns")) {
+      if (!e.name.startsWith("cni-")) continue;
+      const pids = (await exec("ip", ["netns", "pids", e.name])).stdout.trim();
+      if (!pids) {
+        await exec("umount", [`/run/netns/${e.name}`]);
+        await exec("ip", ["netns", "delete", e.name]);
+      }
+    }
+  } catch { /* none */ }
+}
+
+export async function status(): Promise<string> {
+  const lines: string[] = [];
+  const reason = requireRootLinux();
+  if (reason) return `local cluster unavailable: ${reason}`;
+  const bins = await binaryDirs();
+  for (const spec of processSpecs(bins)) {
+    const pid = await runningPid(spec.name, spec.binary);
+    lines.push(`${spec.name.padEnd(24)} ${pid ? `running (pid ${pid})` : "stopped"}   ${logFile(spec.name)}`);
+  }
+  if (await runningPid("kube-apiserver")) {
+    lines.push(`api ${API_URL}: ${(await apiReady()) ? "ready" : "not ready"}`);
+    const nodes = await kubectl(["get", "nodes", "-o", "wide"]);
+    if (nodes.code === 0) lines.push("", nodes.stdout.trimEnd());
+    const pods = await kubectl(["get", "pods", "-A"]);
+    if (pods.code === 0) lines.push("", pods.stdout.trimEnd());
+    lines.push("", `export KUBECONFIG=${ADMIN_KUBECONFIG}`);
+  }
+  return lines.join("\n");
+}
