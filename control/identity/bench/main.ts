@@ -1,0 +1,130 @@
+/**
+ * `deno task bench:identity`: certificates signed per second per core (CSR parse + self-signature
+ * check + leaf assembly + signature; TokenReview excluded), against a baseline of bare ECDSA
+ * sign+verify pairs measured in the same run, then Certify latency over real gRPC on 127.0.0.1
+ * with a local (instant) token validator. Per core = per CPU-second of this process, so the
+ * figure does not depend on how busy the shared machine is. Last line: one JSON object.
+ */
+import { cpuUsage } from "node:process";
+import { createSign, createVerify, generateKeyPairSync } from "node:crypto";
+import * as grpc from "@grpc/grpc-js";
+import { Registry } from "prom-client";
+import { IdentityClient } from "../../../proto/gen/identity.ts";
+import { systemClock } from "../clock.ts";
+import { parseCsr, VerifiedCsrCache } from "../csr.ts";
+import { serveIdentityGrpc } from "../grpc_server.ts";
+import { CertifyService } from "../service.ts";
+import { csrFor, identityOf, makeCa } from "../test_pki.ts";
+
+const FRESH = Number(Deno.env.get("BENCH_CSRS") ?? 1500);
+const RPCS = Number(Deno.env.get("BENCH_RPCS") ?? 3000);
+const CONCURRENCY = 16;
+
+function cpuMs(start: NodeJS.CpuUsage): number {
+  const d = cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
+
+async function measure(label: string, n: number, op: (i: number) => Promise<unknown> | unknown) {
+  const c0 = cpuUsage();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) await op(i);
+  const wallMs = performance.now() - t0;
+  const cpu = cpuMs(c0);
+  const perCore = n / (cpu / 1000);
+  const wall = n / (wallMs / 1000);
+  console.log(
+    `${label.padEnd(44)} ${perCore.toFixed(0).padStart(6)}/s per core  ${
+      wall.toFixed(0).padStart(6)
+    }/s wall  (${n} ops)`,
+  );
+  return { perCore, wall };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+const ca = await makeCa();
+const lifetime = { lifetimeMs: 86_400_000, clockSkewMs: 20_000 };
+const name = identityOf("bench", "bench");
+console.log(`preparing ${FRESH} CSRs...`);
+const csrs: Uint8Array[] = [];
+for (let i = 0; i < FRESH; i++) csrs.push((await csrFor(name)).der);
+
+// Baseline: the two public-key operations every fresh certificate needs, and nothing else.
+const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+const sample = new Uint8Array(400);
+const sig = createSign("sha256").update(sample).sign(privateKey);
+const ecKeys = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, [
+  "sign",
+]) as CryptoKeyPair;
+const baseline = await measure("baseline: ECDSA P-256 verify + sign", FRESH, async () => {
+  createVerify("sha256").update(sample).verify(publicKey, sig);
+  await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, ecKeys.privateKey, sample);
+});
+const fresh = await measure("issue: fresh CSR (parse, verify, sign)", FRESH, async (i) => {
+  const csr = parseCsr(csrs[i]);
+  await ca.issuer.issue(csr, name, Date.now(), lifetime);
+});
+const cache = new VerifiedCsrCache();
+const renewal = await measure("issue: renewal (CSR seen before)", FRESH, async (i) => {
+  const csr = parseCsr(csrs[i % 10], cache);
+  await ca.issuer.issue(csr, name, Date.now(), lifetime);
+});
+
+// Certify over gRPC with a validator that answers at once.
+const service = new CertifyService({
+  config: { controlPlaneNamespace: "linkerd", trustDomain: "cluster.local", ...lifetime },
+  issuer: () => ca.issuer,
+  validateToken: () => Promise.resolve({ namespace: "bench", serviceAccount: "bench" }),
+  clock: systemClock,
+});
+const server = await serveIdentityGrpc({ service, registry: new Registry(), address: "127.0.0.1:0" });
+const client = new IdentityClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+const token = new TextEncoder().encode("bench-token");
+const certify = (i: number) =>
+  new Promise<void>((resolve, reject) =>
+    client.certify(
+      { identity: name, token, certificateSigningRequest: csrs[i % csrs.length] },
+      (e) => e ? reject(e) : resolve(),
+    )
+  );
+for (let i = 0; i < 50; i++) await certify(i); // warm up the channel
+const latencies: number[] = [];
+let next = 0;
+const c0 = cpuUsage();
+const t0 = performance.now();
+await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+  while (next < RPCS) {
+    const i = next++;
+    const begin = performance.now();
+    await certify(i);
+    latencies.push(performance.now() - begin);
+  }
+}));
+const rpcWall = performance.now() - t0;
+const rpcCpu = cpuMs(c0);
+client.close();
+await server.close(100);
+latencies.sort((a, b) => a - b);
+const rpcPerS = RPCS / (rpcWall / 1000);
+console.log(
+  `Certify over gRPC, ${CONCURRENCY} concurrent, fresh CSRs:     ${rpcPerS.toFixed(0)}/s wall, ` +
+    `${(RPCS / (rpcCpu / 1000)).toFixed(0)}/s per core (client and server in this process); ` +
+    `p50 ${percentile(latencies, 50).toFixed(2)} ms, p99 ${percentile(latencies, 99).toFixed(2)} ms`,
+);
+console.log(
+  `fresh-CSR issuance is ${(fresh.perCore / baseline.perCore).toFixed(2)}x the bare verify+sign baseline`,
+);
+console.log(JSON.stringify({
+  certs_per_s: Math.round(fresh.perCore),
+  certs_per_s_wall: Math.round(fresh.wall),
+  certs_per_s_renewal: Math.round(renewal.perCore),
+  baseline_verify_sign_per_s: Math.round(baseline.perCore),
+  ratio_vs_baseline: Number((fresh.perCore / baseline.perCore).toFixed(3)),
+  grpc_certify_per_s: Math.round(rpcPerS),
+  certify_p50_ms: Number(percentile(latencies, 50).toFixed(3)),
+  certify_p99_ms: Number(percentile(latencies, 99).toFixed(3)),
+  cores: navigator.hardwareConcurrency,
+}));

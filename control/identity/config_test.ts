@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { parseIdentityConfig } from "./config.ts";
+import { parseDuration } from "./duration.ts";
+
+Deno.test("identity config defaults follow Linkerd's chart", () => {
+  const c = parseIdentityConfig([], {});
+  assert.equal(c.grpcAddress, "0.0.0.0:8080");
+  assert.equal(c.adminPort, 9990);
+  assert.equal(c.lifetimeMs, 86_400_000);
+  assert.equal(c.clockSkewMs, 20_000);
+  assert.deepEqual(c.issuerSecret, { namespace: "linkerd", name: "linkerd-identity-issuer" });
+  assert.deepEqual(c.trustAnchorsConfigMap, {
+    namespace: "linkerd",
+    name: "linkerd-identity-trust-roots",
+    key: "ca-bundle.crt",
+  });
+  assert.deepEqual(c.tokenAudiences, ["identity.l5d.io"]);
+});
+
+Deno.test("identity flags override, and bad values are named", () => {
+  const c = parseIdentityConfig(
+    [
+      "--controller-namespace=mesh",
+      "--issuance-lifetime=24h0m0s",
+      "--clock-skew-allowance=10s",
+      "--token-audience=a",
+      "--token-audience=b",
+    ],
+    { KUBECONFIG: "/tmp/kc" },
+  );
+  assert.equal(c.issuerSecret.namespace, "mesh");
+  assert.equal(c.lifetimeMs, 86_400_000);
+  assert.deepEqual(c.tokenAudiences, ["a", "b"]);
+  assert.equal(c.kubeconfig, "/tmp/kc");
+  assert.throws(
+    () => parseIdentityConfig(["--issuance-lifetime=forever"], {}),
+    /--issuance-lifetime: "forever" is not a duration/,
+  );
+  assert.throws(() => parseIdentityConfig(["--bogus=1"], {}), /unknown flag --bogus/);
+  assert.throws(
+    () => parseIdentityConfig(["--issuer-secret=nope"], {}),
+    /--issuer-secret: "nope" is not namespace\/name/,
+  );
+  assert.equal(parseDuration("1h30m", "x"), 5_400_000);
+  assert.equal(parseDuration("500ms", "x"), 500);
+});

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { Registry } from "prom-client";
+import { FakeClock } from "./fake_clock.ts";
+import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
+import { IdentityMetrics } from "./metrics.ts";
+import { TokenRejected, TokenReviewUnavailable, TokenValidator } from "./token_validator.ts";
+
+const settle = () => new Promise((r) => setTimeout(r, 0));
+
+function setup(rate: { ratePerSecond: number; burst: number; maxQueued: number }, timeoutMs = 10_000) {
+  const clock = new FakeClock();
+  const answers: Record<string, ReturnType<typeof serviceAccountToken>> = {};
+  for (let i = 0; i < 20; i++) answers[`tok-${i}`] = serviceAccountToken("ns", `sa-${i}`);
+  const reviewer = new FakeReviewer(answers);
+  const registry = new Registry();
+  const metrics = new IdentityMetrics(registry);
+  const validator = new TokenValidator(
+    reviewer,
+    { audiences: ["identity.l5d.io"], rateLimit: rate, timeoutMs },
+    clock,
+    metrics,
+  );
+  return { clock, reviewer, registry, validator };
+}
+
+Deno.test("concurrent validations of the same token share one TokenReview", async () => {
+  const { reviewer, registry, validator } = setup({ ratePerSecond: 100, burst: 100, maxQueued: 100 });
+  reviewer.hold();
+  const all = Array.from({ length: 50 }, () => validator.validate("tok-1"));
+  const other = validator.validate("tok-2");
+  await settle();
+  assert.equal(reviewer.calls.length, 2);
+  reviewer.release();
+  const results = await Promise.all(all);
+  assert.ok(results.every((r) => r.serviceAccount === "sa-1" && r.namespace === "ns"));
+  assert.equal((await other).serviceAccount, "sa-2");
+  assert.equal(validator.inflight, 0);
+  assert.match(await registry.metrics(), /identity_token_reviews_coalesced_total 49/);
+  // Once settled nothing is cached: the next request reviews the token again.
+  await validator.validate("tok-1");
+  assert.equal(reviewer.calls.length, 3);
+});
+
+Deno.test("a coalesced rejection reaches every waiter", async () => {
+  const { reviewer, validator } = setup({ ratePerSecond: 100, burst: 100, maxQueued: 100 });
+  reviewer.hold();
+  const all = Array.from({ length: 5 }, () => validator.validate("tok-unknown"));
+  await settle();
+  reviewer.release();
+  for (const p of all) await assert.rejects(p, TokenRejected);
+  assert.equal(reviewer.calls.length, 1);
+});
+
+Deno.test("TokenReviews are rate-limited: burst, then the sustained rate, and a full queue is refused at once", async () => {
+  const { clock, reviewer, registry, validator } = setup({ ratePerSecond: 1, burst: 2, maxQueued: 3 });
+  const ps = Array.from({ length: 6 }, (_, i) => validator.validate(`tok-${i}`));
+  ps.forEach((p) => p.catch(() => {}));
+  await settle();
+  assert.equal(reviewer.calls.length, 2, "the burst goes through at once");
+  await assert.rejects(
+    ps[5],
+    (e) => e instanceof TokenReviewUnavailable && /3 TokenReviews already waiting/.test(e.message),
+  );
+  assert.match(await registry.metrics(), /identity_token_review_waiting 3/);
+  clock.advance(999);
+  await settle();
+  assert.equal(reviewer.calls.length, 2);
+  clock.advance(1);
+  await settle();
+  assert.equal(reviewer.calls.length, 3, "one more after 1s at 1/s");
+  clock.advance(1000);
+  await settle();
+  assert.equal(reviewer.calls.length, 4);
+  clock.advance(1000);
+  await settle();
+  assert.equal(reviewer.calls.length, 5);
+  const ok = await Promise.all(ps.slice(0, 5));
+  assert.deepEqual(ok.map((r) => r.serviceAccount), ["sa-0", "sa-1", "sa-2", "sa-3", "sa-4"], "FIFO order");
+  assert.match(await registry.metrics(), /identity_token_reviews_total\{result="throttled"\} 1/);
+});
+
+Deno.test("a TokenReview that does not answer in time fails as unavailable", async () => {
+  const { clock, reviewer, validator } = setup({ ratePerSecond: 10, burst: 10, maxQueued: 10 }, 2000);
+  reviewer.hold();
+  const p = validator.validate("tok-1");
+  p.catch(() => {});
+  await settle();
+  clock.advance(2000);
+  await assert.rejects(
+    p,
+    (e) => e instanceof TokenReviewUnavailable && /no answer within 2000ms/.test(e.message),
+  );
+  reviewer.release();
+  assert.equal(validator.inflight, 0);
+});
+
+Deno.test("a wait for the rate limit counts against the timeout", async () => {
+  const { clock, reviewer, validator } = setup({ ratePerSecond: 0.1, burst: 1, maxQueued: 10 }, 3000);
+  await validator.validate("tok-0");
+  const p = validator.validate("tok-1");
+  p.catch(() => {});
+  await settle();
+  clock.advance(3000);
+  await assert.rejects(
+    p,
+    (e) =>
+      e instanceof TokenReviewUnavailable && /throttled: no rate-limit slot within 3000ms/.test(e.message),
+  );
+  assert.equal(reviewer.calls.length, 1);
+});

@@ -1,0 +1,15 @@
+/** Time and timers for the identity client, passed in so tests can drive renewals. */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Runs `cb` after `ms`; returns a function that cancels it. */
+  after(ms: number, cb: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  after(ms, cb) {
+    const t = setTimeout(cb, ms);
+    return () => clearTimeout(t);
+  },
+};

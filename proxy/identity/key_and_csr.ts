@@ -1,0 +1,34 @@
+/**
+ * The proxy's private key and CSR, generated in memory at start (never written to disk) and
+ * reused for every renewal: the key is what peers pin via the certificate, the CSR is re-signed
+ * only when the key changes.
+ */
+import { x509 } from "./x509.ts";
+import { toPem } from "./pem.ts";
+
+const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+
+export interface LocalKey {
+  /** PKCS#8 PEM, for the TLS layer. */
+  keyPem: string;
+  /** DER SubjectPublicKeyInfo, to check that a certificate carries this key. */
+  spki: Uint8Array;
+  /** DER PKCS#10 with CN and a single DNS SAN equal to the local name. */
+  csr: Uint8Array;
+}
+
+export async function generateLocalKey(localName: string): Promise<LocalKey> {
+  const keys = await crypto.subtle.generateKey(EC, true, ["sign", "verify"]) as CryptoKeyPair;
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: [{ CN: [localName] }],
+    keys,
+    signingAlgorithm: EC,
+    extensions: [new x509.SubjectAlternativeNameExtension([{ type: "dns", value: localName }])],
+  });
+  const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", keys.privateKey));
+  return {
+    keyPem: toPem(pkcs8, "PRIVATE KEY"),
+    spki: new Uint8Array(await crypto.subtle.exportKey("spki", keys.publicKey)),
+    csr: new Uint8Array(csr.rawData),
+  };
+}

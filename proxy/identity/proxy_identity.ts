@@ -1,0 +1,144 @@
+/**
+ * The proxy's identity loop: generate a key and CSR once, Certify with the current token, check
+ * the answer, hand it to the CertStore (the TLS layer reads `store.current()` per handshake),
+ * then renew at ~70% of the remaining lifetime. Failures back off exponentially; the current
+ * certificate keeps serving until it expires.
+ */
+import type { Registry } from "prom-client";
+import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
+import type { CertStore } from "./cert_store.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { ProxyIdentityConfig } from "./config.ts";
+import { generateLocalKey, type LocalKey } from "./key_and_csr.ts";
+import { ProxyIdentityMetrics } from "./metrics.ts";
+import { parseCertificateBundle } from "./pem.ts";
+import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
+import { verifyCertifyResponse } from "./verify_response.ts";
+import type { x509 } from "./x509.ts";
+
+export interface ProxyIdentityDeps {
+  store: CertStore;
+  registry?: Registry;
+  clock?: Clock;
+  random?: () => number;
+  log?: (line: string) => void;
+  /** Replaces the gRPC client (tests of failure handling). */
+  client?: CertifyClient;
+}
+
+export class ProxyIdentity {
+  readonly #anchors: x509.X509Certificate[];
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #log: (line: string) => void;
+  readonly #metrics: ProxyIdentityMetrics | undefined;
+  readonly #client: CertifyClient;
+  #key: LocalKey | undefined;
+  #failures = 0;
+  /** Time of the next scheduled Certify (for tests and diagnostics). */
+  nextRefreshAt: number | undefined;
+  lastError: string | undefined;
+
+  constructor(readonly config: ProxyIdentityConfig, private readonly deps: ProxyIdentityDeps) {
+    this.#anchors = parseCertificateBundle(config.trustAnchorsPem, "trust anchors");
+    this.#clock = deps.clock ?? systemClock;
+    this.#random = deps.random ?? Math.random;
+    this.#log = deps.log ?? ((l) => console.log(`identity: ${l}`));
+    this.#metrics = deps.registry ? new ProxyIdentityMetrics(deps.registry) : undefined;
+    this.#client = deps.client ?? createCertifyClient(config);
+  }
+
+  /** Runs until `signal` aborts, then closes the client. */
+  async run(signal: AbortSignal): Promise<void> {
+    try {
+      while (!signal.aborted) {
+        const delay = await this.refreshOnce();
+        await this.#sleep(delay, signal);
+      }
+    } finally {
+      this.close();
+    }
+  }
+
+  /** Closes the gRPC channel (run() does this when it ends). */
+  close(): void {
+    this.#client.close();
+  }
+
+  /** One Certify attempt; returns the delay until the next one. */
+  async refreshOnce(): Promise<number> {
+    this.#key ??= await generateLocalKey(this.config.localName);
+    const key = this.#key;
+    try {
+      const token = await Deno.readFile(this.config.tokenFile).catch((e) => {
+        throw new Error(`cannot read token file ${this.config.tokenFile}: ${e.message}`);
+      });
+      if (token.length === 0) throw new Error(`token file ${this.config.tokenFile} is empty`);
+      const res = await this.#client.certify(
+        { identity: this.config.localName, token, certificateSigningRequest: key.csr },
+        this.config.certifyTimeoutMs,
+      );
+      const now = this.#clock.now();
+      const accepted = await verifyCertifyResponse(res, {
+        localName: this.config.localName,
+        spki: key.spki,
+        anchors: this.#anchors,
+        now,
+      });
+      this.deps.store.set({
+        localName: this.config.localName,
+        keyPem: key.keyPem,
+        certChainPem: accepted.certChainPem,
+        trustAnchorsPem: this.config.trustAnchorsPem,
+        expiresAt: accepted.expiresAt,
+      });
+      this.#metrics?.refreshes.inc({ result: "success" });
+      this.#metrics?.expiration.set(accepted.expiresAt.getTime() / 1000);
+      this.#failures = 0;
+      this.lastError = undefined;
+      const delay = refreshDelayMs(now, accepted.expiresAt.getTime(), this.config, this.#random);
+      this.nextRefreshAt = now + delay;
+      this.#log(
+        `Certified identity ${this.config.localName} until ${accepted.expiresAt.toISOString()}; renewing in ${
+          Math.round(delay / 1000)
+        }s`,
+      );
+      return delay;
+    } catch (e) {
+      this.#failures++;
+      this.#metrics?.refreshes.inc({ result: "failure" });
+      const details = (e as { details?: string }).details;
+      this.lastError = details || (e as Error).message || String(e);
+      const now = this.#clock.now();
+      let delay = backoffDelayMs(this.#failures, this.config.backoff, this.#random);
+      const current = this.deps.store.current();
+      if (current) {
+        // Never wait past the current certificate's expiry, and not past the normal schedule.
+        delay = Math.min(delay, Math.max(this.config.backoff.minMs, current.expiresAt.getTime() - now));
+      }
+      this.nextRefreshAt = now + delay;
+      this.#log(
+        `Certify failed (attempt ${this.#failures}): ${this.lastError}; ` +
+          `${
+            current ? `keeping the certificate valid until ${current.expiresAt.toISOString()}, ` : ""
+          }retrying in ${delay}ms`,
+      );
+      return delay;
+    }
+  }
+
+  #sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const onAbort = () => {
+        cancel();
+        resolve();
+      };
+      const cancel = this.#clock.after(ms, () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      });
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
