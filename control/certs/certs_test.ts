@@ -18,9 +18,9 @@ Deno.test("certs create writes an anchor and an issuer with the chosen lifetimes
     assert.equal(code, 0, out.join("\n"));
     assert.match(
       out.join("\n"),
-      /trust anchor .*ca\.crt: "CN=root\.linkerd\.cluster\.local" valid until \d{4}-/,
+      /trust anchor .*ca\.crt: "CN=root\.weft\.cluster\.local" valid until \d{4}-/,
     );
-    assert.match(out.join("\n"), /issuer .*issuer\.crt: "CN=identity\.linkerd\.cluster\.local" valid until/);
+    assert.match(out.join("\n"), /issuer .*issuer\.crt: "CN=identity\.weft\.cluster\.local" valid until/);
     assert.equal((await Deno.stat(`${dir}/issuer.key`)).mode! & 0o777, 0o600);
     const v = await openssl(["verify", "-CAfile", `${dir}/ca.crt`, `${dir}/issuer.crt`]);
     assert.equal(v.code, 0, v.out);
@@ -87,7 +87,7 @@ Deno.test("certs check exits non-zero when the issuer or an anchor expires withi
     );
     assert.match(
       soon.join("\n"),
-      /WARNING: issuer "CN=identity\.linkerd\.cluster\.local" expires within 30d: rotate it/,
+      /WARNING: issuer "CN=identity\.weft\.cluster\.local" expires within 30d: rotate it/,
     );
     const anchorSoon: string[] = [];
     assert.equal(
@@ -96,7 +96,7 @@ Deno.test("certs check exits non-zero when the issuer or an anchor expires withi
     );
     assert.match(
       anchorSoon.join("\n"),
-      /WARNING: trust anchor "CN=root\.linkerd\.cluster\.local" expires within 500d/,
+      /WARNING: trust anchor "CN=root\.weft\.cluster\.local" expires within 500d/,
     );
     const unchained: string[] = [];
     assert.equal(
@@ -108,7 +108,7 @@ Deno.test("certs check exits non-zero when the issuer or an anchor expires withi
     );
     assert.match(
       unchained.join("\n"),
-      /ERROR: issuer "CN=identity\.linkerd\.cluster\.local" is not signed by any trust anchor/,
+      /ERROR: issuer "CN=identity\.weft\.cluster\.local" is not signed by any trust anchor/,
     );
     const usage: string[] = [];
     assert.equal(await runCerts(["check"], (l) => usage.push(l)), 2);

@@ -7,6 +7,7 @@
  *   check   prints when the anchors and the issuer expire; exits 1 when one expires within
  *           `--threshold` (default 60d, as `linkerd check` warns) or is invalid.
  */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { parseDuration } from "../identity/duration.ts";
 import { TrustAnchors } from "../identity/issuer.ts";
 import { checkExpiry } from "./expiry_check.ts";
@@ -51,7 +52,7 @@ async function create(args: string[], out: (line: string) => void): Promise<numb
     "anchor-key",
   ]);
   const dir = f.get("out") ?? "./weft-certs";
-  const ns = f.get("controller-namespace") ?? "linkerd";
+  const ns = f.get("controller-namespace") ?? DEFAULT_CONTROL_PLANE_NAMESPACE;
   const td = f.get("trust-domain") ?? "cluster.local";
   const now = Date.now();
   const anchorLifetime = parseDuration(f.get("anchor-lifetime") ?? "87600h", "--anchor-lifetime");

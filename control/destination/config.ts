@@ -1,4 +1,5 @@
 /** Resolved configuration of the destination service; only main.ts builds it from flags and env. */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { DEFAULT_OPAQUE_PORTS, Ports } from "../../proto/ports.ts";
 
 export interface DestinationConfig {
@@ -23,7 +24,7 @@ export interface DestinationConfig {
 export function defaultConfig(overrides: Partial<DestinationConfig> = {}): DestinationConfig {
   return {
     clusterDomain: "cluster.local",
-    controlPlaneNamespace: "linkerd",
+    controlPlaneNamespace: DEFAULT_CONTROL_PLANE_NAMESPACE,
     trustDomain: "cluster.local",
     defaultOpaquePorts: DEFAULT_OPAQUE_PORTS,
     enableH2Upgrade: true,

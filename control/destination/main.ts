@@ -7,6 +7,7 @@
  * --kubeconfig (KUBECONFIG; in-cluster config when unset), --addr, --admin-addr,
  * --default-opaque-ports, --watch-servers=false.
  */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { Registry } from "prom-client";
 import { Ports } from "../../proto/ports.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
@@ -40,7 +41,8 @@ export async function main(args: string[]): Promise<void> {
   const opaque = get("default-opaque-ports", "DEFAULT_OPAQUE_PORTS");
   const config = defaultConfig({
     clusterDomain: get("cluster-domain", "CLUSTER_DOMAIN") ?? "cluster.local",
-    controlPlaneNamespace: get("controller-namespace", "CONTROLLER_NAMESPACE") ?? "linkerd",
+    controlPlaneNamespace: get("controller-namespace", "CONTROLLER_NAMESPACE") ??
+      DEFAULT_CONTROL_PLANE_NAMESPACE,
     trustDomain: get("identity-trust-domain", "IDENTITY_TRUST_DOMAIN") ?? "cluster.local",
     ...(opaque !== undefined
       ? { defaultOpaquePorts: opaque.split(",").filter((s) => s.trim() !== "").map((s) => Number(s.trim())) }

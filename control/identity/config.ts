@@ -3,6 +3,7 @@
  * environment as fallback for the few values the Deployment sets as env. Pure: main.ts passes
  * in args and env.
  */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { IDENTITY_TOKEN_AUDIENCE } from "../../proto/identity_name.ts";
 import { parseDuration } from "./duration.ts";
 
@@ -29,7 +30,7 @@ export interface IdentityConfig {
 export const IDENTITY_USAGE = `usage: control/main.ts identity [flags]
   --addr=0.0.0.0:8080                  gRPC Certify (plaintext)
   --admin-addr=0.0.0.0:9990            /live /ready /metrics
-  --controller-namespace=linkerd       (env LINKERD_NAMESPACE)
+  --controller-namespace=weft          (env LINKERD_NAMESPACE)
   --trust-domain=cluster.local
   --issuance-lifetime=24h --clock-skew-allowance=20s
   --issuer-secret=<ns>/linkerd-identity-issuer | --issuer-dir=/var/run/linkerd/identity/issuer
@@ -89,7 +90,7 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
   for (const k of flags.keys()) if (!known.has(k)) throw new Error(`unknown flag --${k}\n${IDENTITY_USAGE}`);
   const get = (k: string) => flags.get(k)?.at(-1);
 
-  const ns = get("controller-namespace") ?? env.LINKERD_NAMESPACE ?? "linkerd";
+  const ns = get("controller-namespace") ?? env.LINKERD_NAMESPACE ?? DEFAULT_CONTROL_PLANE_NAMESPACE;
   const admin = splitHostPort(get("admin-addr") ?? "0.0.0.0:9990", "--admin-addr");
   const grpcAddress = get("addr") ?? "0.0.0.0:8080";
   splitHostPort(grpcAddress, "--addr");

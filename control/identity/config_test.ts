@@ -2,15 +2,15 @@ import assert from "node:assert/strict";
 import { parseIdentityConfig } from "./config.ts";
 import { parseDuration } from "./duration.ts";
 
-Deno.test("identity config defaults follow Linkerd's chart", () => {
+Deno.test("identity config defaults follow Linkerd's chart in the weft namespace", () => {
   const c = parseIdentityConfig([], {});
   assert.equal(c.grpcAddress, "0.0.0.0:8080");
   assert.equal(c.adminPort, 9990);
   assert.equal(c.lifetimeMs, 86_400_000);
   assert.equal(c.clockSkewMs, 20_000);
-  assert.deepEqual(c.issuerSecret, { namespace: "linkerd", name: "linkerd-identity-issuer" });
+  assert.deepEqual(c.issuerSecret, { namespace: "weft", name: "linkerd-identity-issuer" });
   assert.deepEqual(c.trustAnchorsConfigMap, {
-    namespace: "linkerd",
+    namespace: "weft",
     name: "linkerd-identity-trust-roots",
     key: "ca-bundle.crt",
   });

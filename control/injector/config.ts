@@ -1,4 +1,5 @@
 /** The injector's resolved configuration: everything the patch depends on besides the pod. */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { DEFAULT_CLUSTER_NETWORKS, type DefaultInboundPolicy } from "../../proto/env.ts";
 import { DEFAULT_OPAQUE_PORTS, DEFAULT_PROXY_UID, Ports } from "../../proto/ports.ts";
 
@@ -63,7 +64,7 @@ export function controlPlaneNames(
 export function defaultInjectorConfig(trustAnchorsPem: string): InjectorConfig {
   return {
     version: "dev",
-    controlPlaneNamespace: "weft",
+    controlPlaneNamespace: DEFAULT_CONTROL_PLANE_NAMESPACE,
     clusterDomain: "cluster.local",
     trustDomain: "cluster.local",
     trustAnchorsPem,

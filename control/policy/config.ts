@@ -1,4 +1,5 @@
 /** The resolved configuration of the policy controller; only main.ts builds it from the environment. */
+import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import {
   DEFAULT_CLUSTER_NETWORKS,
   DEFAULT_INBOUND_POLICIES,
@@ -32,7 +33,7 @@ export const CONTROLLER_NAME = "linkerd.io/policy-controller";
 export function defaultPolicyConfig(overrides: Partial<PolicyConfig> = {}): PolicyConfig {
   return {
     clusterDomain: "cluster.local",
-    controlPlaneNamespace: "linkerd",
+    controlPlaneNamespace: DEFAULT_CONTROL_PLANE_NAMESPACE,
     identityTrustDomain: "cluster.local",
     clusterNetworks: [...DEFAULT_CLUSTER_NETWORKS],
     defaultPolicy: "all-unauthenticated",

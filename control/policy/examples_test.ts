@@ -43,7 +43,7 @@ Deno.test("examples: Servers, AuthorizationPolicies and MeshTLSAuthentication by
   const p = emoji.authorizations[0].authentication?.permit;
   assertEquals(
     p?.$case === "meshTLS" && p.value.clients?.$case === "identities" ? p.value.clients.value.identities : [],
-    [{ name: "web.emojivoto.serviceaccount.identity.linkerd.cluster.local" }],
+    [{ name: "web.emojivoto.serviceaccount.identity.weft.cluster.local" }],
   );
   assertEquals(summary(inboundPolicy(store, cfg, "emojivoto", "voting", 8080)), {
     server: "voting-grpc",

@@ -309,8 +309,8 @@ const identityCases: [string, [Kind, Obj][], string, string[]][] = [
         ],
       }),
     ]],
-    "web.emojivoto.serviceaccount.identity.linkerd.cluster.local,vote.voting.serviceaccount.identity.linkerd.cluster.local," +
-    "*.emoji.serviceaccount.identity.linkerd.cluster.local,*.ingress.serviceaccount.identity.linkerd.cluster.local",
+    "web.emojivoto.serviceaccount.identity.weft.cluster.local,vote.voting.serviceaccount.identity.weft.cluster.local," +
+    "*.emoji.serviceaccount.identity.weft.cluster.local,*.ingress.serviceaccount.identity.weft.cluster.local",
     ["0.0.0.0/0", "::/0"],
   ],
 ];
@@ -361,7 +361,7 @@ Deno.test("AuthorizationPolicy: ServiceAccount ref + NetworkAuthentication combi
     ],
   ]);
   assertEquals(s.authorizations.length, 1);
-  assertEquals(authn(s.authorizations[0]), "web.emojivoto.serviceaccount.identity.linkerd.cluster.local");
+  assertEquals(authn(s.authorizations[0]), "web.emojivoto.serviceaccount.identity.weft.cluster.local");
   assertEquals(nets(s.authorizations[0]), ["10.1.0.0/16!"]);
 });
 
@@ -432,7 +432,7 @@ Deno.test("ServerAuthorization by name and by selector; networks default to clus
       [
         "serverauthorization",
         "by-name",
-        "web.emojivoto.serviceaccount.identity.linkerd.cluster.local",
+        "web.emojivoto.serviceaccount.identity.weft.cluster.local",
         "10.0.0.0/8",
       ],
       ["serverauthorization", "by-selector", "unauthenticated", "192.168.0.0/16"],

@@ -65,24 +65,37 @@ async function installCrds(): Promise<void> {
   ]);
 }
 
-async function next(
-  stream: grpc.ClientReadableStream<Server>,
-  want: (s: Server) => boolean,
-  what: string,
-): Promise<Server> {
-  return await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stream.off("data", onData);
-      reject(new Error(`no ${what} within 20s`));
-    }, 20_000);
-    const onData = (s: Server) => {
-      if (!want(s)) return;
-      clearTimeout(timer);
-      stream.off("data", onData);
-      resolve(s);
-    };
-    stream.on("data", onData);
-  });
+/**
+ * Collects every message of a stream from the moment it is opened, so an update that arrives
+ * while the test is still waiting for kubectl to exit is not lost between two waits.
+ */
+class Messages {
+  readonly #seen: Server[] = [];
+  #wake: (() => void) | undefined;
+  constructor(stream: grpc.ClientReadableStream<Server>) {
+    stream.on("data", (s: Server) => {
+      this.#seen.push(s);
+      this.#wake?.();
+    });
+  }
+
+  /** Waits for the first message not yet consumed that satisfies `want`, consuming up to it. */
+  async next(want: (s: Server) => boolean, what: string): Promise<Server> {
+    const deadline = Date.now() + 20_000;
+    while (true) {
+      const i = this.#seen.findIndex(want);
+      if (i >= 0) return this.#seen.splice(0, i + 1)[i];
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no ${what} within 20s`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
 }
 
 Deno.test({
@@ -122,8 +135,8 @@ Deno.test({
       const client = new InboundServerPoliciesClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
       const stream = client.watchPort({ workload: JSON.stringify({ ns, pod: "emoji" }), port: 8080 });
       stream.on("error", () => {});
-      const first = await next(
-        stream,
+      const messages = new Messages(stream);
+      const first = await messages.next(
         (s) => s.labels.name === "emoji-grpc" && s.authorizations.length === 1,
         "emoji-grpc",
       );
@@ -133,17 +146,16 @@ Deno.test({
         p?.$case === "meshTLS" && p.value.clients?.$case === "identities"
           ? p.value.clients.value.identities
           : [],
-        [{ name: `web.${ns}.serviceaccount.identity.linkerd.cluster.local` }],
+        [{ name: `web.${ns}.serviceaccount.identity.weft.cluster.local` }],
       );
 
       await kubectl(["delete", "-n", ns, "authorizationpolicy", "emoji-grpc"]);
-      await next(
-        stream,
+      await messages.next(
         (s) => s.labels.name === "emoji-grpc" && s.authorizations.length === 0,
         "the authz removal",
       );
       await kubectl(["delete", "-n", ns, "server", "emoji-grpc"]);
-      await next(stream, (s) => s.labels.kind === "default", "the default policy");
+      await messages.next((s) => s.labels.kind === "default", "the default policy");
       stream.cancel();
       client.close();
 

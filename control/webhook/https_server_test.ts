@@ -38,7 +38,7 @@ function peerCn(port: number): Promise<string> {
       () => {
         const cn = s.getPeerCertificate().subject.CN;
         s.end();
-        resolve(Array.isArray(cn) ? cn[0] : cn);
+        resolve(String(Array.isArray(cn) ? cn[0] : cn));
       },
     );
     s.on("error", reject);
