@@ -228,14 +228,21 @@ function crd(c: Crd): Schema {
     "app.kubernetes.io/managed-by": "weft",
     "app.kubernetes.io/part-of": "weft",
   };
-  if (!c.gateway) labels["linkerd.io/control-plane-ns"] = "linkerd";
+  if (!c.gateway) labels["linkerd.io/control-plane-ns"] = "weft";
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
     metadata: {
       name: `${c.plural}.${c.group}`,
       labels,
-      annotations: c.gateway ? { "weft.io/install-policy": "only-when-absent" } : undefined,
+      annotations: c.gateway
+        ? {
+          "weft.io/install-policy": "only-when-absent",
+          // The API server requires this on *.k8s.io groups; "unapproved" says honestly that
+          // this copy of the schema is weft's, not the Gateway API project's own release.
+          "api-approved.kubernetes.io": "unapproved, schema written by weft for clusters without Gateway API",
+        }
+        : undefined,
     },
     spec: {
       group: c.group,
