@@ -6,7 +6,7 @@
 import { Issuer, type TrustAnchors } from "../identity/issuer.ts";
 import { parseCertificates } from "../identity/pem.ts";
 import { formatDuration } from "../identity/duration.ts";
-import { x509 } from "../identity/x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export interface ExpiryReport {
   lines: string[];

@@ -2,7 +2,7 @@
  * Creates the mesh's CA material with @peculiar/x509: a self-signed trust anchor (root) and an
  * issuer (intermediate) signed by it, both ECDSA P-256, as Linkerd's `linkerd check` expects.
  */
-import { x509 } from "../identity/x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 import { toPem } from "../identity/pem.ts";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };

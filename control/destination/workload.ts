@@ -7,12 +7,13 @@
  * sidecar (an init container named `linkerd-proxy` with `restartPolicy: Always`). hostNetwork
  * pods are never meshed. Only pods whose label names this control plane get a TLS identity.
  */
+import { selects } from "../k8s/label_selector.ts";
 import { Annotations, Labels } from "../../proto/annotations.ts";
 import { ProxyEnv } from "../../proto/env.ts";
 import { formatWorkloadIdentity } from "../../proto/identity_name.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import { DEFAULT_INBOUND_PORT, type DestinationConfig } from "./config.ts";
-import type { LabelSelector, Pod, Server } from "./k8s_types.ts";
+import type { Pod, Server } from "./k8s_types.ts";
 import { cachedPortList, portListHas } from "./port_list.ts";
 
 export const PROXY_CONTAINER = "linkerd-proxy";
@@ -82,40 +83,6 @@ export function isOpaqueByAnnotation(
   return portListHas(cachedPortList(ann), port, (n) => namedContainerPort(pod, n));
 }
 
-export function selectorMatches(
-  sel: LabelSelector | undefined,
-  labels: Record<string, string> | undefined,
-): boolean {
-  if (!sel) return false;
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (l[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = k(l, e.key);
-    const inValues = has && (e.values ?? []).includes(l[e.key]);
-    switch (e.operator) {
-      case "In":
-        if (!inValues) return false;
-        break;
-      case "NotIn":
-        if (inValues) return false;
-        break;
-      case "Exists":
-        if (!has) return false;
-        break;
-      case "DoesNotExist":
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
-}
-
-function k(l: Record<string, string>, key: string): boolean {
-  return Object.prototype.hasOwnProperty.call(l, key);
-}
-
 /** A Server in the pod's namespace selecting the pod and port with `proxyProtocol: opaque`. */
 export function isOpaqueByServer(pod: Pod, port: number, servers: readonly Server[]): boolean {
   for (const s of servers) {
@@ -124,7 +91,7 @@ export function isOpaqueByServer(pod: Pod, port: number, servers: readonly Serve
     const matchesPort = typeof p === "number"
       ? p === port
       : p !== undefined && namedContainerPort(pod, p) === port;
-    if (matchesPort && selectorMatches(s.spec.podSelector, pod.metadata.labels)) return true;
+    if (matchesPort && selects(s.spec.podSelector, pod.metadata.labels)) return true;
   }
   return false;
 }

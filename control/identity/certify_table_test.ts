@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
 import { type CertifyResponse, IdentityClient } from "../../proto/gen/identity.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import type { Issuer } from "./issuer.ts";
@@ -10,7 +10,7 @@ import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa, makeCsr } from "./test_pki.ts";
 import { TokenValidator } from "./token_validator.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 const A = identityOf("sa-a", "ns-a");
 

@@ -9,13 +9,13 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { type CertifyResponse, IdentityClient } from "../../proto/gen/identity.ts";
 import { loadKubeConfig } from "../k8s/mod.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa } from "./test_pki.ts";
 import { KubeTokenReviewer } from "./token_review.ts";
 import { TokenValidator } from "./token_validator.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 const kubeconfig = Deno.env.get("KUBECONFIG");
 

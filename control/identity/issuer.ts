@@ -5,7 +5,7 @@
  */
 import { children, derTime, ecdsaRawToDer, expectTlv, oid, Tag, tlv, unsignedInteger } from "./der.ts";
 import { importSigningKey, parseCertificates, PemError } from "./pem.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export class IssuerError extends Error {
   override name = "IssuerError";

@@ -4,7 +4,7 @@
  * so a broken Secret update never stops issuance. Swaps are a single reference assignment, so
  * requests in flight finish with the issuer they started with.
  */
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../proto/support/clock.ts";
 import { Issuer, IssuerError, type IssuerMaterial, type TrustAnchors } from "./issuer.ts";
 import type { IdentityMetrics } from "./metrics.ts";
 

@@ -3,7 +3,7 @@ import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
 import { type CertifyResponse, IdentityClient } from "../../proto/gen/identity.ts";
 import { FakeEventSource } from "../k8s/mod.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import type { IssuerMaterial } from "./issuer.ts";
 import { IssuerReloader } from "./issuer_reloader.ts";
@@ -16,7 +16,7 @@ import {
 import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa, newIssuerMaterial } from "./test_pki.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 const A = identityOf("sa-a", "ns-a");
 

@@ -30,7 +30,7 @@ Deno.test("an issuer that is expired, not a CA, unchained, or paired with anothe
   );
   await assert.rejects(load(ca.material.certPem, "garbage"), /issuer key \(test\): not a PEM private key/);
   // A leaf-like certificate (no cA) cannot be an issuer.
-  const { x509 } = await import("./x509.ts");
+  const { x509 } = await import("../../proto/support/x509.ts");
   const keys = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
     "sign",
     "verify",

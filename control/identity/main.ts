@@ -7,7 +7,7 @@ import { AuthorizationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/clie
 import { Registry } from "prom-client";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { KubeApiSource, loadKubeConfig, Resources } from "../k8s/mod.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { type IdentityConfig, parseIdentityConfig } from "./config.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { IssuerError, TrustAnchors } from "./issuer.ts";

@@ -1,6 +1,6 @@
 /** PEM helpers for certificates and private keys (issuer material, trust anchor bundles). */
 import { createPrivateKey } from "node:crypto";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export class PemError extends Error {
   override name = "PemError";

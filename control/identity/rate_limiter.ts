@@ -3,7 +3,7 @@
  * thousands of pods start at once, callers queue up to `maxQueued` and the rest are refused at
  * once rather than piling up memory and latency.
  */
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../proto/support/clock.ts";
 
 export class RateLimitedError extends Error {
   override name = "RateLimitedError";

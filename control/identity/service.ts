@@ -6,7 +6,7 @@
 import { RequestError, type RequestErrorKind } from "../grpc/request_error.ts";
 import { formatWorkloadIdentity, IdentityNameError } from "../../proto/identity_name.ts";
 import type { CertifyRequest, CertifyResponse } from "../../proto/gen/identity.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../proto/support/clock.ts";
 import { CsrError, parseCsr, type ParsedCsr, VerifiedCsrCache } from "./csr.ts";
 import type { Issuer } from "./issuer.ts";
 import type { IdentityMetrics } from "./metrics.ts";

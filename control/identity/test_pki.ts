@@ -1,7 +1,7 @@
 /** Test helpers: CA material, issuers and CSRs (good and deliberately broken ones). */
 import { createIssuer, createTrustAnchor } from "../certs/pki.ts";
 import { Issuer, type IssuerMaterial, TrustAnchors } from "./issuer.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const DAY = 86_400_000;

@@ -9,7 +9,7 @@
  */
 import { Registry } from "prom-client";
 import { createIssuer, createTrustAnchor } from "../certs/pki.ts";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { parseDuration } from "./duration.ts";
 import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import * as tls from "node:tls";
 import type { AddressInfo } from "node:net";
-import { systemClock } from "./clock.ts";
+import { systemClock } from "../../proto/support/clock.ts";
 import { toPem } from "./pem.ts";
 import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa, type TestCa } from "./test_pki.ts";

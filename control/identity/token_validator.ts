@@ -4,7 +4,7 @@
  * queue, so a mass pod start (or a retry storm) cannot flood the API server.
  */
 import { parseServiceAccountUsername } from "../../proto/identity_name.ts";
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../../proto/support/clock.ts";
 import type { IdentityMetrics } from "./metrics.ts";
 import { RateLimitedError, RateLimiter, type RateLimiterOptions } from "./rate_limiter.ts";
 import type { TokenReviewer, TokenReviewResult } from "./token_review.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Registry } from "prom-client";
-import { FakeClock } from "./fake_clock.ts";
+import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
 import { IdentityMetrics } from "./metrics.ts";
 import { TokenRejected, TokenReviewUnavailable, TokenValidator } from "./token_validator.ts";

@@ -1,39 +1,7 @@
 /** Kubernetes label selectors: matching, specificity (for Server precedence) and validation. */
 import type { LabelSelector } from "./resources.ts";
 
-/** Whether `selector` selects an object with `labels`. An empty selector selects everything. */
-export function selects(
-  selector: LabelSelector | undefined,
-  labels: Record<string, string> | undefined,
-): boolean {
-  if (!selector) return false;
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) {
-    if (l[k] !== v) return false;
-  }
-  for (const req of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(l, req.key);
-    const values = req.values ?? [];
-    switch (req.operator) {
-      case "In":
-        if (!has || !values.includes(l[req.key])) return false;
-        break;
-      case "NotIn":
-        if (has && values.includes(l[req.key])) return false;
-        break;
-      case "Exists":
-        if (!has) return false;
-        break;
-      case "DoesNotExist":
-        if (has) return false;
-        break;
-      default:
-        // An unknown operator selects nothing rather than everything.
-        return false;
-    }
-  }
-  return true;
-}
+export { selects } from "../k8s/label_selector.ts";
 
 /** How many requirements a selector states; more requirements make a Server more specific. */
 export function specificity(selector: LabelSelector | undefined): number {

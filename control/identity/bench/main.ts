@@ -10,7 +10,7 @@ import { createSign, createVerify, generateKeyPairSync } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
 import { IdentityClient } from "../../../proto/gen/identity.ts";
-import { systemClock } from "../clock.ts";
+import { systemClock } from "../../../proto/support/clock.ts";
 import { parseCsr, VerifiedCsrCache } from "../csr.ts";
 import { serveIdentityGrpc } from "../grpc_server.ts";
 import { CertifyService } from "../service.ts";

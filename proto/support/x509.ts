@@ -1,5 +1,5 @@
 /** @peculiar/x509, loaded after the metadata shim it needs and bound to WebCrypto. */
-import "./reflect_metadata.ts";
+import "../../proto/support/reflect_metadata.ts";
 import * as x509 from "@peculiar/x509";
 
 x509.cryptoProvider.set(crypto);

@@ -1,4 +1,4 @@
-/** Time and timers, passed in so tests can drive them (see fake_clock.ts). */
+/** Time and timers, passed in so tests can drive them (see fake_clock.ts). Shared by control and proxy. */
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
