@@ -3,7 +3,7 @@
  * reused for every renewal: the key is what peers pin via the certificate, the CSR is re-signed
  * only when the key changes.
  */
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 import { toPem } from "./pem.ts";
 
 const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };

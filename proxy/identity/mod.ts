@@ -7,4 +7,4 @@ export { CertStore, type TlsCredentials } from "./cert_store.ts";
 export { PROXY_IDENTITY_DEFAULTS, type ProxyIdentityConfig } from "./config.ts";
 export { ProxyIdentity, type ProxyIdentityDeps } from "./proxy_identity.ts";
 export { isLoopbackAddr } from "./certify_client.ts";
-export { type Clock, systemClock } from "./clock.ts";
+export { type Clock, systemClock } from "../../proto/support/clock.ts";

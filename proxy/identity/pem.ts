@@ -1,5 +1,5 @@
 /** PEM helpers for the identity client. */
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export function toPem(der: Uint8Array, label = "CERTIFICATE"): string {
   let bin = "";

@@ -7,14 +7,14 @@
 import type { Registry } from "prom-client";
 import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
 import type { CertStore } from "./cert_store.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, systemClock } from "../../proto/support/clock.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { generateLocalKey, type LocalKey } from "./key_and_csr.ts";
 import { ProxyIdentityMetrics } from "./metrics.ts";
 import { parseCertificateBundle } from "./pem.ts";
 import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
 import { verifyCertifyResponse } from "./verify_response.ts";
-import type { x509 } from "./x509.ts";
+import type { x509 } from "../../proto/support/x509.ts";
 
 export interface ProxyIdentityDeps {
   store: CertStore;

@@ -4,9 +4,9 @@ import * as tls from "node:tls";
 import { Registry } from "prom-client";
 import { CertStore, type TlsCredentials } from "./cert_store.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
-import { FakeClock } from "./fake_clock.ts";
+import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { ProxyIdentity } from "./proxy_identity.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 const A = "sa-a.ns-a.serviceaccount.identity.linkerd.cluster.local";
 const ID = "linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local";

@@ -5,7 +5,7 @@
  */
 import type { CertifyResponse } from "../../proto/gen/identity.ts";
 import { toPem } from "./pem.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 export class CertifyResponseError extends Error {
   override name = "CertifyResponseError";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { CertifyResponse } from "../../proto/gen/identity.ts";
 import { generateLocalKey } from "./key_and_csr.ts";
 import { verifyCertifyResponse } from "./verify_response.ts";
-import { x509 } from "./x509.ts";
+import { x509 } from "../../proto/support/x509.ts";
 
 const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const NAME = "web.shop.serviceaccount.identity.linkerd.cluster.local";

@@ -1,0 +1,141 @@
+/**
+ * The proxy's discovery clients, each a SharedWatch over one control-plane RPC:
+ * InboundServerPolicies.WatchPort (per port), OutboundPolicies.Watch (per original destination)
+ * and Destination.Get (per path).
+ */
+import * as grpc from "@grpc/grpc-js";
+import { DestinationClient, type Update, type WeightedAddr } from "../../proto/gen/destination.ts";
+import { InboundServerPoliciesClient, type Server } from "../../proto/gen/inbound.ts";
+import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/outbound.ts";
+import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
+import type { Backoff, ControlService } from "../config/config.ts";
+import type { CertStore } from "../identity/cert_store.ts";
+import { compileServer, type PortPolicy } from "../inbound/authorize.ts";
+import { controlChannelOptions, controlCredentials, controlTarget, runStream } from "./control_client.ts";
+import { SharedWatch, type SharedWatchOptions } from "./shared_watch.ts";
+
+const S = grpc.status;
+const NO_RETRY = new Set([S.INVALID_ARGUMENT, S.FAILED_PRECONDITION]);
+const OUTBOUND_NO_RETRY = new Set([S.INVALID_ARGUMENT, S.FAILED_PRECONDITION, S.NOT_FOUND, S.UNIMPLEMENTED]);
+
+export interface DiscoveryOptions {
+  store: CertStore;
+  destination: ControlService;
+  policy: ControlService;
+  workload: string;
+  contextToken: string;
+  backoff: Backoff;
+  inboundIdleMs: number;
+  outboundIdleMs: number;
+  onEvent?: SharedWatchOptions<unknown, unknown, unknown>["onEvent"];
+}
+
+/** Endpoints of one Destination.Get path, by `ip:port`. */
+export type EndpointSet = { exists: boolean; endpoints: Map<string, WeightedAddr> };
+
+export function addrKey(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+export function reduceDestination(prev: EndpointSet | undefined, u: Update): EndpointSet {
+  const next: EndpointSet = { exists: prev?.exists ?? true, endpoints: new Map(prev?.endpoints) };
+  switch (u.update?.$case) {
+    case "add":
+      for (const a of u.update.value.addrs) {
+        if (!a.addr?.ip) continue;
+        next.endpoints.set(addrKey(fromIpAddress(a.addr.ip), a.addr.port), a);
+      }
+      next.exists = true;
+      break;
+    case "remove":
+      for (const a of u.update.value.addrs) {
+        if (a.ip) next.endpoints.delete(addrKey(fromIpAddress(a.ip), a.port));
+      }
+      break;
+    case "noEndpoints":
+      next.endpoints.clear();
+      next.exists = u.update.value.exists;
+      break;
+    default:
+      throw new Error("update has no content");
+  }
+  return next;
+}
+
+export class Discovery {
+  readonly inbound: SharedWatch<number, Server, PortPolicy>;
+  readonly outbound: SharedWatch<{ ip: string; port: number }, OutboundPolicy, OutboundPolicy>;
+  readonly destination: SharedWatch<string, Update, EndpointSet>;
+  #clients: grpc.Client[] = [];
+
+  constructor(o: DiscoveryOptions) {
+    const policyClient = new InboundServerPoliciesClient(
+      controlTarget(o.policy),
+      controlCredentials(o.policy, o.store),
+      controlChannelOptions(o.policy, o.backoff),
+    );
+    const outboundClient = new OutboundPoliciesClient(
+      controlTarget(o.policy),
+      controlCredentials(o.policy, o.store),
+      controlChannelOptions(o.policy, o.backoff),
+    );
+    const dstClient = new DestinationClient(
+      controlTarget(o.destination),
+      controlCredentials(o.destination, o.store),
+      controlChannelOptions(o.destination, o.backoff),
+    );
+    this.#clients.push(policyClient, outboundClient, dstClient);
+    this.inbound = new SharedWatch({
+      name: "inbound_policy",
+      keyOf: (port) => String(port),
+      open: (port, signal, on) =>
+        runStream(policyClient.watchPort({ workload: o.workload, port }), signal, on),
+      reduce: (_prev, msg) => compileServer(msg),
+      terminalCodes: NO_RETRY,
+      idleMs: o.inboundIdleMs,
+      backoff: o.backoff,
+      onEvent: o.onEvent,
+    });
+    this.outbound = new SharedWatch({
+      name: "outbound_policy",
+      keyOf: (t) => addrKey(t.ip, t.port),
+      open: (t, signal, on) =>
+        runStream(
+          outboundClient.watch({
+            sourceWorkload: o.workload,
+            target: { $case: "addr", value: toTcpAddress(t.ip, t.port) },
+          }),
+          signal,
+          on,
+        ),
+      reduce: (_prev, msg) => {
+        if (!msg.protocol?.kind || !msg.metadata) {
+          throw new Error("outbound policy lacks protocol or metadata");
+        }
+        return msg;
+      },
+      terminalCodes: OUTBOUND_NO_RETRY,
+      idleMs: o.outboundIdleMs,
+      backoff: o.backoff,
+      onEvent: o.onEvent,
+    });
+    this.destination = new SharedWatch({
+      name: "destination",
+      keyOf: (p) => p,
+      open: (path, signal, on) =>
+        runStream(dstClient.get({ scheme: "", path, contextToken: o.contextToken }), signal, on),
+      reduce: reduceDestination,
+      terminalCodes: NO_RETRY,
+      idleMs: o.outboundIdleMs,
+      backoff: o.backoff,
+      onEvent: o.onEvent,
+    });
+  }
+
+  close(): void {
+    this.inbound.close();
+    this.outbound.close();
+    this.destination.close();
+    for (const c of this.#clients) c.close();
+  }
+}

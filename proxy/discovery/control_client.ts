@@ -1,0 +1,55 @@
+/**
+ * gRPC channels to the control plane: plaintext h2c for loopback addresses (the control plane's
+ * own sidecar terminates mesh TLS), TLS with SNI = the service's identity otherwise.
+ */
+import * as grpc from "@grpc/grpc-js";
+import type { Backoff, ControlService } from "../config/config.ts";
+import type { CertStore } from "../identity/cert_store.ts";
+import type { StreamEnd } from "./shared_watch.ts";
+
+export function controlTarget(svc: ControlService): string {
+  const h = svc.addr.host.includes(":") ? `[${svc.addr.host}]` : svc.addr.host.replace(/\.$/, "");
+  return `${h}:${svc.addr.port}`;
+}
+
+export function controlCredentials(svc: ControlService, store: CertStore): grpc.ChannelCredentials {
+  if (svc.plaintext) return grpc.credentials.createInsecure();
+  const c = store.current();
+  const enc = new TextEncoder();
+  return grpc.credentials.createSsl(
+    Buffer.from(enc.encode(c?.trustAnchorsPem ?? "")),
+    c ? Buffer.from(enc.encode(c.keyPem)) : null,
+    c ? Buffer.from(enc.encode(c.certChainPem)) : null,
+  );
+}
+
+export function controlChannelOptions(svc: ControlService, backoff: Backoff): grpc.ChannelOptions {
+  const opts: grpc.ChannelOptions = {
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 5_000,
+    // The channel's own reconnect pacing follows the proxy's backoff settings.
+    "grpc.initial_reconnect_backoff_ms": backoff.minMs,
+    "grpc.max_reconnect_backoff_ms": backoff.maxMs,
+  };
+  if (!svc.plaintext && svc.name) opts["grpc.ssl_target_name_override"] = svc.name;
+  return opts;
+}
+
+/** Adapts a server-streaming call to the SharedWatch stream contract. */
+export function runStream<M>(
+  call: grpc.ClientReadableStream<M>,
+  signal: AbortSignal,
+  onMessage: (m: M) => void,
+): Promise<StreamEnd> {
+  return new Promise((resolve) => {
+    const onAbort = () => call.cancel();
+    signal.addEventListener("abort", onAbort, { once: true });
+    call.on("data", onMessage);
+    // 'error' always precedes 'status' for failed calls; 'status' carries the outcome.
+    call.on("error", () => {});
+    call.on("status", (s: grpc.StatusObject) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve({ code: s.code, details: s.details });
+    });
+  });
+}

@@ -1,0 +1,242 @@
+/**
+ * The inbound listener (4143). Connections redirected from other ports are detected (mesh TLS
+ * for our own name is terminated, anything else passes as it is) and authorized under that port's
+ * policy; connections addressed to 4143 itself are the "direct" mesh path, which requires mTLS
+ * with a client identity and a transport header naming the real port. Allowed connections are
+ * forwarded to 127.0.0.1:<port>.
+ */
+import type * as net from "node:net";
+import { parseTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
+import type { Header } from "../../proto/gen/transport_header.ts";
+import type { DefaultInboundPolicy } from "../../proto/env.ts";
+import type { Cidr } from "../config/parse.ts";
+import type { Discovery } from "../discovery/clients.ts";
+import type { Log } from "../log.ts";
+import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
+import { connectTcp } from "../transport/connect.ts";
+import type { ConnTracker } from "../transport/conn_tracker.ts";
+import { MAX_HELLO_BYTES, parseClientHello } from "../transport/client_hello.ts";
+import { forward } from "../transport/forward.ts";
+import { normalizeIp, type OrigDst } from "../transport/orig_dst.ts";
+import { peek } from "../transport/peek.ts";
+import { type MeshTls, MeshTlsError } from "../transport/tls.ts";
+import { authorize, defaultPolicy, type PortPolicy } from "./authorize.ts";
+
+export interface InboundOptions {
+  inboundPort: number;
+  defaultPolicy: DefaultInboundPolicy;
+  clusterNetworks: Cidr[];
+  opaquePorts: Set<number>;
+  detectTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** How long a connection to a port whose policy was never fetched waits for the first one. */
+  policyWaitMs: number;
+  discovery: Discovery;
+  origDst: OrigDst;
+  tls: MeshTls;
+  metrics: TcpMetrics;
+  tracker: ConnTracker;
+  log: Log;
+}
+
+/** Reads and consumes the transport header from the start of a (TLS) socket. */
+async function readHeader(sock: net.Socket, timeoutMs: number): Promise<Header> {
+  let parsed: ReturnType<typeof parseTransportHeader> | undefined;
+  let error: Error | undefined;
+  const p = await peek(
+    sock,
+    (bytes) => {
+      try {
+        parsed = parseTransportHeader(bytes);
+        return parsed.kind === "complete";
+      } catch (e) {
+        error = e as Error;
+        return true;
+      }
+    },
+    64 * 1024 + 64,
+    timeoutMs,
+  );
+  if (error) throw error;
+  if (parsed?.kind !== "complete") {
+    throw new Error(
+      p.timedOut ? "timed out reading the transport header" : "connection ended before the transport header",
+    );
+  }
+  sock.read(parsed.consumed);
+  return parsed.header;
+}
+
+export class Inbound {
+  #o: InboundOptions;
+
+  constructor(o: InboundOptions) {
+    this.#o = o;
+  }
+
+  async #policy(port: number): Promise<PortPolicy> {
+    const h = this.#o.discovery.inbound.subscribe(port);
+    try {
+      let v = h.current();
+      // Only a just-opened watch is waited for (briefly): if the control plane never answers,
+      // later connections must not each pay the wait.
+      const left = h.openedAt + this.#o.policyWaitMs - Date.now();
+      if (v.state === undefined && v.status === "pending" && left > 0) v = await h.ready(left);
+      return v.state ??
+        defaultPolicy(this.#o.defaultPolicy, this.#o.clusterNetworks, this.#o.opaquePorts.has(port));
+    } finally {
+      h.release();
+    }
+  }
+
+  #fail(sock: net.Socket, error: string, target: string, message: string): void {
+    this.#o.metrics.inboundErrors.inc({ error, target_addr: target });
+    this.#o.log("info", `inbound ${sock.remoteAddress}:${sock.remotePort} → ${target} refused: ${message}`);
+    sock.destroy();
+  }
+
+  handle = (sock: net.Socket): void => {
+    sock.on("error", () => {});
+    this.#o.tracker.add(sock);
+    this.#handle(sock).catch((e) => {
+      this.#o.log("warn", `inbound connection failed: ${(e as Error).message}`);
+      sock.destroy();
+    });
+  };
+
+  async #handle(sock: net.Socket): Promise<void> {
+    const o = this.#o;
+    let dst;
+    try {
+      dst = o.origDst.lookup(sock);
+    } catch (e) {
+      this.#fail(sock, "orig_dst", "unknown", (e as Error).message);
+      return;
+    }
+    const clientIp = normalizeIp(sock.remoteAddress ?? "");
+    let downstream: net.Socket = sock;
+    let clientTls: { clientId: string | undefined } | undefined;
+    let port = dst.port;
+    let target = `${dst.ip}:${dst.port}`;
+
+    if (dst.port === o.inboundPort) {
+      // Direct: only mutually authenticated mesh peers, which say where they are going.
+      let accepted;
+      try {
+        accepted = await o.tls.accept(sock, [TRANSPORT_HEADER_ALPN], o.detectTimeoutMs);
+      } catch (e) {
+        const kind = e instanceof MeshTlsError ? e.kind : "handshake";
+        this.#fail(sock, `tls_${kind}`, target, (e as Error).message);
+        return;
+      }
+      downstream = accepted.socket;
+      o.tracker.add(downstream);
+      // Closing the TLS layer must also close the TCP connection under it.
+      downstream.once("close", () => sock.destroy());
+      if (accepted.clientId === undefined) {
+        this.#fail(
+          downstream,
+          "direct_unauthenticated",
+          target,
+          "direct connections must be mutually authenticated",
+        );
+        return;
+      }
+      let header;
+      try {
+        header = await readHeader(downstream, o.detectTimeoutMs);
+      } catch (e) {
+        this.#fail(downstream, "transport_header", target, (e as Error).message);
+        return;
+      }
+      if (header.name !== "") {
+        this.#fail(
+          downstream,
+          "gateway_unsupported",
+          target,
+          `gateway forwarding to ${header.name} is not supported`,
+        );
+        return;
+      }
+      port = header.port;
+      target = `${dst.ip}:${port}`;
+      clientTls = { clientId: accepted.clientId };
+    }
+
+    const policy = await this.#policy(port);
+    if (dst.port !== o.inboundPort && policy.protocol !== "opaque") {
+      const p = await peek(
+        sock,
+        (b) => parseClientHello(b).kind !== "incomplete",
+        MAX_HELLO_BYTES,
+        o.detectTimeoutMs,
+      );
+      const hello = parseClientHello(p.bytes);
+      const own = o.tls.localName();
+      if (hello.kind === "tls" && own !== undefined && hello.sni === own) {
+        try {
+          const accepted = await o.tls.accept(sock, [], o.detectTimeoutMs);
+          downstream = accepted.socket;
+          o.tracker.add(downstream);
+          downstream.once("close", () => sock.destroy());
+          clientTls = { clientId: accepted.clientId };
+        } catch (e) {
+          const kind = e instanceof MeshTlsError ? e.kind : "handshake";
+          this.#fail(sock, `tls_${kind}`, target, (e as Error).message);
+          return;
+        }
+      }
+    }
+
+    const decision = authorize(policy, { clientIp, tls: clientTls });
+    const tlsLabels: Record<string, string> = clientTls?.clientId !== undefined
+      ? { tls: "true", client_id: clientTls.clientId }
+      : clientTls
+      ? { tls: "true", client_id: "" }
+      : { tls: "no_identity", no_tls_reason: "no_tls_from_remote" };
+    const srv = { srv_kind: policy.serverKind, srv_name: policy.serverName };
+    if (!decision.allow) {
+      o.metrics.authzDeny.inc({
+        ...srv,
+        tls: tlsLabels.tls,
+        client_id: tlsLabels.client_id ?? "",
+        target_addr: target,
+      });
+      this.#fail(downstream, "unauthorized", target, decision.reason);
+      return;
+    }
+    o.metrics.authzAllow.inc({
+      ...srv,
+      authz_kind: decision.authzKind,
+      authz_name: decision.authzName,
+      tls: tlsLabels.tls,
+      client_id: tlsLabels.client_id ?? "",
+      target_addr: target,
+    });
+    if (decision.audited) {
+      o.log("info", `inbound ${clientIp} → ${target} allowed by audit (no authorization matched)`);
+    }
+    let upstream: net.Socket;
+    try {
+      upstream = await connectTcp("127.0.0.1", port, o.connectTimeoutMs);
+    } catch (e) {
+      this.#fail(downstream, "connect", target, (e as Error).message);
+      return;
+    }
+    const rec = o.metrics.open({
+      direction: "inbound",
+      peer: "src",
+      ...tlsLabels,
+      ...srv,
+      authz_kind: decision.authzKind,
+      authz_name: decision.authzName,
+      target_addr: target,
+    });
+    downstream.resume();
+    forward(downstream, upstream, {
+      aToB: rec.read,
+      bToA: rec.write,
+      closed: (e) => rec.close(e?.code),
+    });
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * What an outbound connection's original destination is: a meshed endpoint (connect with mesh
+ * TLS to its identity, through the peer's inbound port with a transport header when it asks for
+ * opaque transport) or anything else (forward as plain TCP). The pure parts read the outbound
+ * policy and endpoint metadata; `resolveOutbound` asks the discovery watches, with a deadline.
+ */
+import type { WeightedAddr } from "../../proto/gen/destination.ts";
+import type { Backend, OutboundPolicy } from "../../proto/gen/outbound.ts";
+import { fromIpAddress } from "../../proto/ip.ts";
+import type { SocketAddr } from "../transport/orig_dst.ts";
+import { addrKey, type Discovery } from "../discovery/clients.ts";
+
+export type Target =
+  | { kind: "plain"; ip: string; port: number; reason: string }
+  | {
+    kind: "meshed";
+    ip: string;
+    /** Where to connect: the peer's inbound port with opaque transport, else the target port. */
+    connectPort: number;
+    targetPort: number;
+    identity: string;
+    serverName: string;
+    opaqueTransport: boolean;
+  };
+
+export type PolicyBackend = { kind: "forward"; addr: WeightedAddr } | { kind: "balancer"; path: string };
+
+export class ResolveError extends Error {
+  override name = "ResolveError";
+}
+
+function fromBackend(b: Backend | undefined): PolicyBackend | undefined {
+  switch (b?.kind?.$case) {
+    case "forward":
+      return { kind: "forward", addr: b.kind.value };
+    case "balancer": {
+      const d = b.kind.value.discovery?.kind;
+      return d?.$case === "dst" ? { kind: "balancer", path: d.value.path } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+type AnyDistribution = {
+  kind?:
+    | { $case: "empty"; value: unknown }
+    | { $case: "firstAvailable"; value: { backends: { backend?: Backend }[] } }
+    | { $case: "randomAvailable"; value: { backends: { backend?: { backend?: Backend } }[] } }
+    | undefined;
+};
+
+function fromDistribution(d: AnyDistribution | undefined): PolicyBackend | undefined {
+  switch (d?.kind?.$case) {
+    case "firstAvailable":
+      return fromBackend(d.kind.value.backends[0]?.backend);
+    case "randomAvailable":
+      return fromBackend(d.kind.value.backends[0]?.backend?.backend);
+    default:
+      return undefined;
+  }
+}
+
+/** The backend an L4 connection uses: the first rule's first backend of the opaque (or first) route. */
+export function policyBackend(p: OutboundPolicy): PolicyBackend | undefined {
+  const k = p.protocol?.kind;
+  if (!k) return undefined;
+  const routes: { rules: { backends?: AnyDistribution }[] }[] = k.$case === "detect"
+    ? k.value.opaque?.routes ?? []
+    : k.$case === "http1" || k.$case === "http2" || k.$case === "grpc" || k.$case === "opaque" ||
+        k.$case === "tls"
+    ? k.value.routes
+    : [];
+  for (const r of routes) {
+    for (const rule of r.rules) {
+      const b = fromDistribution(rule.backends);
+      if (b) return b;
+    }
+  }
+  return undefined;
+}
+
+/** Mesh target for an endpoint carrying a TLS identity; plain otherwise. */
+export function endpointTarget(w: WeightedAddr, fallback: SocketAddr): Target {
+  const ip = w.addr?.ip ? fromIpAddress(w.addr.ip) : fallback.ip;
+  const port = w.addr?.port || fallback.port;
+  const id = w.tlsIdentity;
+  const identity = id?.strategy?.$case === "dnsLikeIdentity" ? id.strategy.value.name : undefined;
+  const serverName = id?.serverName?.name || identity;
+  if (identity === undefined || serverName === undefined) {
+    return { kind: "plain", ip, port, reason: "not_provided_by_service_discovery" };
+  }
+  const inbound = w.protocolHint?.opaqueTransport?.inboundPort ?? 0;
+  const opaqueTransport = inbound > 0 && inbound < 65536;
+  return {
+    kind: "meshed",
+    ip,
+    connectPort: opaqueTransport ? inbound : port,
+    targetPort: port,
+    identity,
+    serverName,
+    opaqueTransport,
+  };
+}
+
+export function pickEndpoint(
+  endpoints: Map<string, WeightedAddr>,
+  prefer: SocketAddr,
+): WeightedAddr | undefined {
+  const exact = endpoints.get(addrKey(prefer.ip, prefer.port));
+  if (exact) return exact;
+  if (endpoints.size === 0) return undefined;
+  const all = [...endpoints.values()];
+  return all[Math.floor(Math.random() * all.length)];
+}
+
+async function viaDestination(
+  d: Discovery,
+  path: string,
+  dst: SocketAddr,
+  timeoutMs: number,
+): Promise<Target> {
+  const h = d.destination.subscribe(path);
+  try {
+    const v = await h.ready(timeoutMs);
+    if (v.state === undefined) {
+      if (v.status === "final") {
+        return { kind: "plain", ip: dst.ip, port: dst.port, reason: "not_provided_by_service_discovery" };
+      }
+      throw new ResolveError(`no answer from Destination.Get(${path}) within ${timeoutMs}ms`);
+    }
+    const ep = pickEndpoint(v.state.endpoints, dst);
+    if (!ep) {
+      return { kind: "plain", ip: dst.ip, port: dst.port, reason: "not_provided_by_service_discovery" };
+    }
+    return endpointTarget(ep, dst);
+  } finally {
+    h.release();
+  }
+}
+
+/**
+ * Resolves from the outbound policy for `dst` and, when it points at a balancer or an endpoint
+ * without metadata, from Destination.Get. Cached state answers at once, including while the
+ * control plane is away.
+ */
+export async function resolveOutbound(d: Discovery, dst: SocketAddr, timeoutMs: number): Promise<Target> {
+  const h = d.outbound.subscribe({ ip: dst.ip, port: dst.port });
+  try {
+    const v = await h.ready(timeoutMs);
+    const self = addrKey(dst.ip, dst.port);
+    if (v.state === undefined) {
+      if (v.status !== "final") {
+        throw new ResolveError(`no outbound policy for ${self} within ${timeoutMs}ms`);
+      }
+      return await viaDestination(d, self, dst, timeoutMs);
+    }
+    const b = policyBackend(v.state);
+    if (b?.kind === "balancer") return await viaDestination(d, b.path, dst, timeoutMs);
+    if (b?.kind === "forward" && b.addr.tlsIdentity) return endpointTarget(b.addr, dst);
+    return await viaDestination(d, self, dst, timeoutMs);
+  } finally {
+    h.release();
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * Assembles a proxy from its resolved configuration: admin first, then identity, eager policy
+ * watches, and — once identity is certified — the inbound and outbound listeners (Linkerd's
+ * order). `shutdown()` stops accepting, drains open connections up to the grace period and closes
+ * the rest.
+ */
+import { Registry } from "prom-client";
+import { Ports } from "../proto/ports.ts";
+import type { ProxyConfig } from "./config/config.ts";
+import { CertStore } from "./identity/cert_store.ts";
+import type { IdentityStarter } from "./identity_seam.ts";
+import type { Log } from "./log.ts";
+import { serveProxyAdmin } from "./admin/admin.ts";
+import { Discovery } from "./discovery/clients.ts";
+import type { WatchHandle } from "./discovery/shared_watch.ts";
+import { Inbound } from "./inbound/inbound.ts";
+import type { PortPolicy } from "./inbound/authorize.ts";
+import { Outbound } from "./outbound/outbound.ts";
+import { TcpMetrics } from "./metrics/tcp_metrics.ts";
+import { ConnTracker } from "./transport/conn_tracker.ts";
+import { type Listener, listenTcp } from "./transport/listen.ts";
+import type { OrigDst } from "./transport/orig_dst.ts";
+import { MeshTls } from "./transport/tls.ts";
+
+export interface ProxyDeps {
+  identity: IdentityStarter;
+  origDst: OrigDst;
+  log: Log;
+  store?: CertStore;
+}
+
+export interface RunningProxy {
+  store: CertStore;
+  registry: Registry;
+  adminAddr: Deno.NetAddr;
+  /** Resolves when the data-plane listeners are up (after identity is certified). */
+  serving: Promise<{ inbound: Listener; outbound: Listener[] }>;
+  /** Stop accepting, drain, close; resolves when done. Idempotent. */
+  shutdown(reason: string): Promise<void>;
+  /** Resolves after shutdown completes. */
+  finished: Promise<void>;
+}
+
+export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
+  const { log } = deps;
+  const store = deps.store ?? new CertStore();
+  const registry = new Registry();
+  const metrics = new TcpMetrics(registry);
+  const abort = new AbortController();
+  const tracker = new ConnTracker();
+  const tls = new MeshTls(store);
+  const discovery = new Discovery({
+    store,
+    destination: config.destination,
+    policy: config.policy,
+    workload: config.policyWorkload,
+    contextToken: config.destinationContext,
+    backoff: config.controlBackoff,
+    inboundIdleMs: config.inboundDiscoveryIdleTimeoutMs,
+    outboundIdleMs: config.outboundDiscoveryIdleTimeoutMs,
+    onEvent: (ev, key, detail) => log("debug", `discovery ${ev} ${key}${detail ? `: ${detail}` : ""}`),
+  });
+
+  let stopping: Promise<void> | undefined;
+  let resolveFinished!: () => void;
+  const finished = new Promise<void>((r) => resolveFinished = r);
+  const listeners: Listener[] = [];
+
+  const admin = serveProxyAdmin({
+    hostname: config.adminListen.ip,
+    port: config.adminListen.port,
+    registry,
+    notReady: () =>
+      stopping
+        ? "shutting down"
+        : store.current() === undefined
+        ? "identity is not certified yet"
+        : undefined,
+    onShutdown: config.shutdownEndpointEnabled ? () => void shutdown("shutdown endpoint") : undefined,
+    signal: abort.signal,
+  });
+
+  // Eager policy watches: the configured inbound ports and the admin port, held for the proxy's life.
+  const eager: WatchHandle<PortPolicy>[] = [];
+  for (const p of new Set([...config.inboundPorts, config.adminListen.port || Ports.proxyAdmin])) {
+    eager.push(discovery.inbound.subscribe(p));
+  }
+
+  deps.identity({ config, store, registry, log, signal: abort.signal }).catch((e) =>
+    log("error", `identity client failed to start: ${(e as Error).message}`)
+  );
+
+  const inbound = new Inbound({
+    inboundPort: config.inboundListen.port,
+    defaultPolicy: config.inboundDefaultPolicy,
+    clusterNetworks: config.clusterNetworks,
+    opaquePorts: config.opaquePorts,
+    detectTimeoutMs: config.inboundDetectTimeoutMs,
+    connectTimeoutMs: config.inboundConnectTimeoutMs,
+    policyWaitMs: Math.min(1000, config.inboundDetectTimeoutMs),
+    discovery,
+    origDst: deps.origDst,
+    tls,
+    metrics,
+    tracker,
+    log,
+  });
+  const outbound = new Outbound({
+    listenPorts: new Set([
+      config.inboundListen.port,
+      ...config.outboundListen.map((a) => a.port),
+      config.adminListen.port,
+    ]),
+    connectTimeoutMs: config.outboundConnectTimeoutMs,
+    discoveryTimeoutMs: 3000,
+    discovery,
+    origDst: deps.origDst,
+    tls,
+    metrics,
+    tracker,
+    log,
+  });
+
+  const serving = (async () => {
+    const waiting = setInterval(() => log("info", "Waiting for identity to be initialized..."), 15_000);
+    try {
+      await Promise.race([
+        store.ready,
+        new Promise((_, reject) =>
+          abort.signal.addEventListener(
+            "abort",
+            () => reject(new Error("shut down before identity was certified")),
+          )
+        ),
+      ]);
+    } finally {
+      clearInterval(waiting);
+    }
+    log("info", `Certified identity: ${store.current()?.localName}`);
+    const inL = await listenTcp(config.inboundListen, inbound.handle);
+    listeners.push(inL);
+    const outL: Listener[] = [];
+    for (const a of config.outboundListen) {
+      const l = await listenTcp(a, outbound.handle);
+      listeners.push(l);
+      outL.push(l);
+    }
+    log(
+      "info",
+      `inbound on ${inL.addr.ip}:${inL.addr.port}, outbound on ${
+        outL.map((l) => `${l.addr.ip}:${l.addr.port}`).join(", ")
+      }`,
+    );
+    return { inbound: inL, outbound: outL };
+  })();
+  serving.catch(() => {});
+
+  function shutdown(reason: string): Promise<void> {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      log(
+        "info",
+        `shutting down (${reason}): draining ${tracker.size} connection(s) for up to ${config.shutdownGracePeriodMs}ms`,
+      );
+      await Promise.all(listeners.map((l) => l.close()));
+      const clean = await tracker.drain(config.shutdownGracePeriodMs);
+      if (!clean) log("warn", "grace period over: closed the remaining connections");
+      for (const h of eager) h.release();
+      discovery.close();
+      abort.abort();
+      await admin.finished.catch(() => {});
+      resolveFinished();
+    })();
+    return stopping;
+  }
+
+  return { store, registry, adminAddr: admin.addr, serving, shutdown, finished };
+}

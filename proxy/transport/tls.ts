@@ -1,0 +1,206 @@
+/**
+ * Mesh TLS, the only module that touches node:tls (Deno's own TLS APIs cannot request client
+ * certificates or set SNI apart from the address). TLS 1.3 only; the credentials come from the
+ * CertStore per handshake, so a renewed certificate applies to the next connection.
+ */
+import * as tls from "node:tls";
+import type * as net from "node:net";
+import type { CertStore, TlsCredentials } from "../identity/cert_store.ts";
+import { PeerVerifier } from "./peer_verify.ts";
+import { dnsSans } from "./peer_verify.ts";
+import { X509Certificate } from "node:crypto";
+
+/** Honoured by node:tls (passed to the underlying socket) though missing from its option types. */
+type HalfOpen = { allowHalfOpen: boolean };
+
+export class MeshTlsError extends Error {
+  override name = "MeshTlsError";
+  constructor(
+    readonly kind: "no_identity" | "handshake" | "untrusted_peer" | "peer_identity",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface AcceptedTls {
+  socket: tls.TLSSocket;
+  /** Verified client identity; undefined when the client sent no certificate. */
+  clientId: string | undefined;
+  alpn: string | undefined;
+}
+
+export interface ConnectTlsOptions {
+  host: string;
+  port: number;
+  /** SNI to send (the server's identity name unless the endpoint names another). */
+  serverName: string;
+  /** The identity the server's certificate must carry. */
+  expectedIdentity: string;
+  alpn?: string[];
+  timeoutMs: number;
+}
+
+export class MeshTls {
+  #store: CertStore;
+  #ctxFor: TlsCredentials | undefined;
+  #ctx: tls.SecureContext | undefined;
+  #verifierFor: TlsCredentials | undefined;
+  #clientCtxFor: TlsCredentials | undefined;
+  #clientCtx: tls.SecureContext | undefined;
+  #verifier: PeerVerifier | undefined;
+
+  constructor(store: CertStore) {
+    this.#store = store;
+  }
+
+  #creds(): TlsCredentials {
+    const c = this.#store.current();
+    if (!c) throw new MeshTlsError("no_identity", "no certificate yet: identity is not certified");
+    return c;
+  }
+
+  #serverContext(c: TlsCredentials): tls.SecureContext {
+    if (this.#ctxFor !== c) {
+      this.#ctx = tls.createSecureContext({ key: c.keyPem, cert: c.certChainPem, minVersion: "TLSv1.3" });
+      this.#ctxFor = c;
+    }
+    return this.#ctx!;
+  }
+
+  /** Parsing PEM per connection costs a third of the handshake rate, so contexts are reused. */
+  #clientContext(c: TlsCredentials): tls.SecureContext {
+    if (this.#clientCtxFor !== c) {
+      this.#clientCtx = tls.createSecureContext({
+        key: c.keyPem,
+        cert: c.certChainPem,
+        ca: c.trustAnchorsPem,
+        minVersion: "TLSv1.3",
+      });
+      this.#clientCtxFor = c;
+    }
+    return this.#clientCtx!;
+  }
+
+  #peerVerifier(c: TlsCredentials): PeerVerifier {
+    if (this.#verifierFor !== c) {
+      this.#verifier = new PeerVerifier(c.trustAnchorsPem, c.certChainPem);
+      this.#verifierFor = c;
+    }
+    return this.#verifier!;
+  }
+
+  /** This proxy's identity, if certified. */
+  localName(): string | undefined {
+    return this.#store.current()?.localName;
+  }
+
+  /**
+   * Terminates TLS on an accepted socket whose first bytes (if already read) were unshifted back.
+   * A presented client certificate that does not verify fails the handshake.
+   */
+  async accept(sock: net.Socket, alpn: string[], timeoutMs: number): Promise<AcceptedTls> {
+    const c = this.#creds();
+    const verifier = this.#peerVerifier(c);
+    return await new Promise((resolve, reject) => {
+      const t = new tls.TLSSocket(
+        sock,
+        <tls.TLSSocketOptions & HalfOpen> {
+          isServer: true,
+          secureContext: this.#serverContext(c),
+          requestCert: true,
+          rejectUnauthorized: false,
+          // Proxies pass half-closes through; the default would end our side on the peer's FIN.
+          allowHalfOpen: true,
+          ALPNProtocols: alpn.length > 0 ? alpn : undefined,
+        },
+      );
+      const timer = setTimeout(
+        () => fail(new MeshTlsError("handshake", `TLS handshake timed out after ${timeoutMs}ms`)),
+        timeoutMs,
+      );
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        t.destroy();
+        sock.destroy();
+        reject(e instanceof MeshTlsError ? e : new MeshTlsError("handshake", e.message));
+      };
+      t.once("error", fail);
+      t.once("secure", () => {
+        clearTimeout(timer);
+        t.off("error", fail);
+        const peer = t.getPeerCertificate();
+        let clientId: string | undefined;
+        if (peer && peer.raw) {
+          const v = verifier.verify(peer.raw);
+          if (!v.ok) {
+            t.destroy();
+            sock.destroy();
+            reject(new MeshTlsError("untrusted_peer", `client certificate refused: ${v.reason}`));
+            return;
+          }
+          clientId = v.identity;
+        }
+        resolve({
+          socket: t,
+          clientId,
+          alpn: typeof t.alpnProtocol === "string" ? t.alpnProtocol : undefined,
+        });
+      });
+    });
+  }
+
+  /** Connects with mesh TLS, presenting our certificate and requiring the expected server identity. */
+  async connect(opts: ConnectTlsOptions): Promise<{ socket: tls.TLSSocket; alpn: string | undefined }> {
+    const c = this.#creds();
+    return await new Promise((resolve, reject) => {
+      let identityError: string | undefined;
+      const t = tls.connect(
+        <tls.ConnectionOptions & HalfOpen> {
+          host: opts.host,
+          port: opts.port,
+          servername: opts.serverName,
+          secureContext: this.#clientContext(c),
+          minVersion: "TLSv1.3",
+          allowHalfOpen: true,
+          ALPNProtocols: opts.alpn,
+          checkServerIdentity: (_host, cert) => {
+            const sans = cert.raw ? dnsSans(new X509Certificate(cert.raw)) : [];
+            if (sans.includes(opts.expectedIdentity)) return undefined;
+            identityError = `server presented ${JSON.stringify(sans)}, want ${opts.expectedIdentity}`;
+            return new Error(identityError);
+          },
+        },
+      );
+      const timer = setTimeout(
+        () => fail(new MeshTlsError("handshake", `TLS connect timed out after ${opts.timeoutMs}ms`)),
+        opts.timeoutMs,
+      );
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        t.destroy();
+        reject(
+          e instanceof MeshTlsError
+            ? e
+            : identityError !== undefined
+            ? new MeshTlsError("peer_identity", identityError)
+            : new MeshTlsError("handshake", `TLS to ${opts.host}:${opts.port} failed: ${e.message}`),
+        );
+      };
+      t.once("error", fail);
+      t.once("secureConnect", () => {
+        clearTimeout(timer);
+        t.off("error", fail);
+        if (!t.authorized) {
+          fail(new MeshTlsError("untrusted_peer", `server certificate refused: ${t.authorizationError}`));
+          return;
+        }
+        if (identityError !== undefined) {
+          fail(new MeshTlsError("peer_identity", identityError));
+          return;
+        }
+        resolve({ socket: t, alpn: typeof t.alpnProtocol === "string" ? t.alpnProtocol : undefined });
+      });
+    });
+  }
+}

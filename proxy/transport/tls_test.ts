@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import * as net from "node:net";
+import { CertStore } from "../identity/cert_store.ts";
+import { createTestCa } from "../testing/certs.ts";
+import { MeshTls, MeshTlsError } from "./tls.ts";
+import { parseClientHello } from "./client_hello.ts";
+import { peek } from "./peek.ts";
+import { TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
+
+const ca = await createTestCa("tls-test");
+const other = await createTestCa("other-ca");
+const A = "a.ns.serviceaccount.identity.linkerd.cluster.local";
+const B = "b.ns.serviceaccount.identity.linkerd.cluster.local";
+
+async function storeFor(
+  creds: Promise<import("../identity/cert_store.ts").TlsCredentials>,
+): Promise<CertStore> {
+  const s = new CertStore();
+  s.set(await creds);
+  return s;
+}
+
+/** A server that terminates mesh TLS, reports what it saw, and echoes. */
+async function server(store: CertStore) {
+  const mesh = new MeshTls(store);
+  const seen: { clientId?: string; alpn?: string; sni?: string; error?: MeshTlsError }[] = [];
+  const srv = net.createServer(async (sock) => {
+    const p = await peek(sock, (b) => parseClientHello(b).kind !== "incomplete", 8192, 2000);
+    const hello = parseClientHello(p.bytes);
+    try {
+      const t = await mesh.accept(sock, [TRANSPORT_HEADER_ALPN], 2000);
+      seen.push({ clientId: t.clientId, alpn: t.alpn, sni: hello.kind === "tls" ? hello.sni : undefined });
+      t.socket.on("data", (d) => t.socket.write(d));
+      t.socket.on("end", () => t.socket.end());
+      t.socket.on("error", () => {});
+    } catch (e) {
+      seen.push({ error: e as MeshTlsError });
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  return {
+    port: (srv.address() as net.AddressInfo).port,
+    seen,
+    close: () => new Promise((r) => srv.close(r)),
+  };
+}
+
+async function roundTrip(mesh: MeshTls, port: number, expected = B) {
+  const { socket, alpn } = await mesh.connect({
+    host: "127.0.0.1",
+    port,
+    serverName: B,
+    expectedIdentity: expected,
+    alpn: [TRANSPORT_HEADER_ALPN],
+    timeoutMs: 2000,
+  });
+  const got = await new Promise<string>((resolve, reject) => {
+    let s = "";
+    socket.on("data", (d) => s += d);
+    socket.on("end", () => resolve(s));
+    socket.on("error", reject);
+    socket.end("hello");
+  });
+  return { got, alpn };
+}
+
+/** The server closes right after the handshake, so the client sees an error or no echo. */
+async function refused(p: Promise<{ got: string }>): Promise<void> {
+  const r = await p.catch(() => ({ got: "" }));
+  assert.equal(r.got, "", "the refused client's bytes were echoed");
+}
+
+async function waitFor<T>(arr: T[], n: number): Promise<void> {
+  for (let i = 0; i < 200 && arr.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+Deno.test("mesh tls: mutual identities, SNI and ALPN", async () => {
+  const s = await server(await storeFor(ca.issue(B)));
+  try {
+    const r = await roundTrip(new MeshTls(await storeFor(ca.issue(A))), s.port);
+    assert.equal(r.got, "hello");
+    assert.equal(r.alpn, TRANSPORT_HEADER_ALPN);
+    await waitFor(s.seen, 1);
+    assert.deepEqual(s.seen[0], { clientId: A, alpn: TRANSPORT_HEADER_ALPN, sni: B });
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("mesh tls: the client refuses a server without the expected identity", async () => {
+  const s = await server(await storeFor(ca.issue(B)));
+  try {
+    await assert.rejects(
+      roundTrip(
+        new MeshTls(await storeFor(ca.issue(A))),
+        s.port,
+        "c.ns.serviceaccount.identity.linkerd.cluster.local",
+      ),
+      (e: Error) => e instanceof MeshTlsError && e.kind === "peer_identity",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("mesh tls: the server refuses other-CA and expired client certificates", async () => {
+  const s = await server(await storeFor(ca.issue(B)));
+  try {
+    // Another CA's client trusts our CA (so only the server-side check can refuse it).
+    const foreign = await other.issue(A);
+    const foreignStore = new CertStore();
+    foreignStore.set({ ...foreign, trustAnchorsPem: ca.certPem });
+    await refused(roundTrip(new MeshTls(foreignStore), s.port));
+    const expired = await storeFor(
+      ca.issue(A, { notBefore: new Date(Date.now() - 7200_000), notAfter: new Date(Date.now() - 3600_000) }),
+    );
+    await refused(roundTrip(new MeshTls(expired), s.port));
+    await waitFor(s.seen, 2);
+    assert.equal(s.seen[0].error?.kind, "untrusted_peer");
+    assert.match(s.seen[0].error!.message, /does not chain to the trust anchors/);
+    assert.equal(s.seen[1].error?.kind, "untrusted_peer");
+    assert.match(s.seen[1].error!.message, /not valid now/);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("mesh tls: the client refuses a server whose certificate is from another CA", async () => {
+  const foreign = await other.issue(B);
+  const s = await server(await storeFor(Promise.resolve({ ...foreign, trustAnchorsPem: other.certPem })));
+  try {
+    await assert.rejects(
+      roundTrip(new MeshTls(await storeFor(ca.issue(A))), s.port),
+      (e: Error) => e instanceof MeshTlsError && e.kind !== "peer_identity",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("mesh tls: no certificate yet is a clear error", async () => {
+  const mesh = new MeshTls(new CertStore());
+  await assert.rejects(
+    mesh.connect({ host: "127.0.0.1", port: 1, serverName: B, expectedIdentity: B, timeoutMs: 100 }),
+    (e: Error) => e instanceof MeshTlsError && e.kind === "no_identity",
+  );
+});
+
+Deno.test("client hello: plaintext and partial input", () => {
+  assert.deepEqual(parseClientHello(new TextEncoder().encode("GET / HTTP/1.1\r\n")), { kind: "not_tls" });
+  assert.deepEqual(parseClientHello(new Uint8Array([0x16, 0x03])), { kind: "incomplete" });
+  assert.deepEqual(parseClientHello(new Uint8Array([0x16, 0x03, 0x01, 0x00, 0x40, 0x01, 0x00])), {
+    kind: "incomplete",
+  });
+});
