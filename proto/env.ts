@@ -40,6 +40,8 @@ export const ProxyEnv = {
   controlListenAddr: `${P}CONTROL_LISTEN_ADDR`,
   tapSvcName: `${P}TAP_SVC_NAME`,
   shutdownEndpointEnabled: `${P}SHUTDOWN_ENDPOINT_ENABLED`,
+  /** How long a terminating proxy drains open connections before it exits. */
+  shutdownGracePeriod: `${P}SHUTDOWN_GRACE_PERIOD`,
 
   // Inbound behaviour.
   inboundDefaultPolicy: `${P}INBOUND_DEFAULT_POLICY`,

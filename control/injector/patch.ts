@@ -165,6 +165,9 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.controlStreamLifetime, value: "1h" },
     { name: ProxyEnv.cores, value: String(coresFromLimit(e.res.cpuLimit)) },
     { name: ProxyEnv.shutdownEndpointEnabled, value: "true" },
+    ...(ov.shutdownGracePeriod
+      ? [{ name: ProxyEnv.shutdownGracePeriod, value: ov.shutdownGracePeriod }]
+      : []),
     { name: ProxyEnv.identityDir, value: IDENTITY_DIR },
     { name: ProxyEnv.identityTokenFile, value: TOKEN_FILE },
     { name: ProxyEnv.identityTrustAnchors, value: cfg.trustAnchorsPem },

@@ -23,8 +23,8 @@ import {
   parseSocketAddr,
 } from "./parse.ts";
 
-/** Not (yet) in proto/env.ts: linkerd2-proxy's drain limit on shutdown. */
-export const SHUTDOWN_GRACE_PERIOD_ENV = "LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD";
+/** linkerd2-proxy's drain limit on shutdown. */
+export const SHUTDOWN_GRACE_PERIOD_ENV = ProxyEnv.shutdownGracePeriod;
 
 export interface ControlService {
   addr: ControlAddr;
