@@ -2,6 +2,7 @@
  * ServiceProfile (linkerd.io/v1alpha2) → DestinationProfile, and the default profile sent when
  * no ServiceProfile exists.
  */
+import { toHttpMethod } from "../../proto/http_method.ts";
 import type {
   DestinationProfile,
   RequestMatch,
@@ -11,7 +12,7 @@ import type {
   WeightedDst,
 } from "../../proto/gen/destination.ts";
 import type { Duration } from "../../proto/gen/google/protobuf/duration.ts";
-import { type HttpMethod, HttpMethod_Registered } from "../../proto/gen/http_types.ts";
+import type { HttpMethod } from "../../proto/gen/http_types.ts";
 import type { ServiceProfile, SpRequestMatch, SpResponseMatch } from "./k8s_types.ts";
 
 export class ProfileError extends Error {
@@ -47,23 +48,8 @@ export function parseQuantity(q: number | string): number {
   return Number(m[1]) * scale;
 }
 
-const METHODS: Record<string, HttpMethod_Registered> = {
-  GET: HttpMethod_Registered.GET,
-  POST: HttpMethod_Registered.POST,
-  PUT: HttpMethod_Registered.PUT,
-  DELETE: HttpMethod_Registered.DELETE,
-  PATCH: HttpMethod_Registered.PATCH,
-  OPTIONS: HttpMethod_Registered.OPTIONS,
-  CONNECT: HttpMethod_Registered.CONNECT,
-  HEAD: HttpMethod_Registered.HEAD,
-  TRACE: HttpMethod_Registered.TRACE,
-};
-
 function method(name: string): HttpMethod {
-  const upper = name.toUpperCase();
-  return upper in METHODS
-    ? { type: { $case: "registered", value: METHODS[upper] } }
-    : { type: { $case: "unregistered", value: name } };
+  return toHttpMethod(name, true);
 }
 
 export function requestMatch(m: SpRequestMatch, where: string): RequestMatch {

@@ -3,6 +3,7 @@
  * `grpc_route` messages. Each converter throws an Error naming the field when the route cannot be
  * expressed; the index then ignores the route and its status says why.
  */
+import { toHttpMethod } from "../../proto/http_method.ts";
 import type { GrpcRouteMatch as ProtoGrpcMatch } from "../../proto/gen/grpc_route.ts";
 import type {
   HeaderMatch,
@@ -12,12 +13,7 @@ import type {
   RequestHeaderModifier,
   RequestRedirect,
 } from "../../proto/gen/http_route.ts";
-import {
-  type HttpMethod,
-  HttpMethod_Registered,
-  type Scheme,
-  Scheme_Registered,
-} from "../../proto/gen/http_types.ts";
+import { type HttpMethod, type Scheme, Scheme_Registered } from "../../proto/gen/http_types.ts";
 import type {
   GrpcRouteMatch,
   HeaderModifier,
@@ -44,23 +40,8 @@ export function hostMatch(hostname: string): HostMatch {
   return { match: { $case: "exact", value: hostname } };
 }
 
-const METHODS: Record<string, HttpMethod_Registered> = {
-  GET: HttpMethod_Registered.GET,
-  POST: HttpMethod_Registered.POST,
-  PUT: HttpMethod_Registered.PUT,
-  DELETE: HttpMethod_Registered.DELETE,
-  PATCH: HttpMethod_Registered.PATCH,
-  OPTIONS: HttpMethod_Registered.OPTIONS,
-  CONNECT: HttpMethod_Registered.CONNECT,
-  HEAD: HttpMethod_Registered.HEAD,
-  TRACE: HttpMethod_Registered.TRACE,
-};
-
 export function httpMethod(m: string): HttpMethod {
-  const r = METHODS[m];
-  return r !== undefined
-    ? { type: { $case: "registered", value: r } }
-    : { type: { $case: "unregistered", value: m } };
+  return toHttpMethod(m);
 }
 
 function headerMatch(h: HttpHeaderMatch, field: string): HeaderMatch {
