@@ -2,11 +2,8 @@
  * Test certificates: a P-256 trust anchor that issues mesh leaf certificates the way Linkerd's
  * identity does (SAN = the identity name, ServerAuth + ClientAuth). For tests only.
  */
-import "./reflect_shim.ts";
-import * as x509 from "@peculiar/x509";
+import { x509 } from "../../proto/support/x509.ts";
 import type { TlsCredentials } from "../identity/cert_store.ts";
-
-x509.cryptoProvider.set(crypto);
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 

@@ -153,3 +153,55 @@ Deno.test("client hello: plaintext and partial input", () => {
     kind: "incomplete",
   });
 });
+
+/** Builds the Go client that presents a certificate with a key that is not its own. */
+async function wrongKeyClient(): Promise<string | undefined> {
+  const dir = new URL("../testing/tls_wrong_key_client/", import.meta.url).pathname;
+  const out = `${await Deno.makeTempDir()}/tls_wrong_key_client`;
+  try {
+    const b = await new Deno.Command("go", { args: ["build", "-o", out, "."], cwd: dir, stderr: "piped" })
+      .output();
+    if (!b.success) throw new Error(`go build failed: ${new TextDecoder().decode(b.stderr)}`);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+  return out;
+}
+
+const goClient = await wrongKeyClient();
+
+Deno.test({
+  name: "mesh tls: a client holding someone else's certificate but not its key is refused",
+  ignore: goClient === undefined,
+  async fn() {
+    const s = await server(await storeFor(ca.issue(B)));
+    const dir = await Deno.makeTempDir();
+    try {
+      const victim = await ca.issue(A);
+      const attacker = await ca.issue("c.ns.serviceaccount.identity.linkerd.cluster.local");
+      await Deno.writeTextFile(`${dir}/ca.pem`, ca.certPem);
+      await Deno.writeTextFile(`${dir}/cert.pem`, victim.certChainPem);
+      await Deno.writeTextFile(`${dir}/wrong.key`, attacker.keyPem);
+      await Deno.writeTextFile(`${dir}/right.key`, victim.keyPem);
+      const run = async (key: string) => {
+        const out = await new Deno.Command(goClient!, {
+          args: [`127.0.0.1:${s.port}`, B, `${dir}/ca.pem`, `${dir}/cert.pem`, `${dir}/${key}`],
+          stdout: "piped",
+        }).output();
+        return new TextDecoder().decode(out.stdout).trim();
+      };
+      // Control: with its own key the same client is accepted and identified as A.
+      assert.equal(await run("right.key"), "accepted hello");
+      await waitFor(s.seen, 1);
+      assert.equal(s.seen[0].clientId, A);
+      // The CertificateVerify made with another key cannot verify against A's public key.
+      assert.match(await run("wrong.key"), /^refused /);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(s.seen.filter((x) => x.clientId === A).length, 1, "the impostor was identified as A");
+    } finally {
+      await s.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

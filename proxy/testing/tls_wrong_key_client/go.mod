@@ -1,0 +1,3 @@
+module weft.test/tls_wrong_key_client
+
+go 1.22
