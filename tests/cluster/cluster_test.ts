@@ -111,9 +111,14 @@ Deno.test(
       const out = await runOnce(
         ns,
         "client",
-        `for (const u of ${
-          JSON.stringify(urls)
-        }) { const r = await fetch(u); console.log(u, r.status, await r.text()); }`,
+        // kube-proxy programs a new Service's rules asynchronously after the rollout, so each URL
+        // is retried for a bounded time before it counts as broken.
+        `for (const u of ${JSON.stringify(urls)}) {
+          for (let i = 0; ; i++) {
+            try { const r = await fetch(u); console.log(u, r.status, await r.text()); break; }
+            catch (e) { if (i >= 30) throw e; await new Promise((r) => setTimeout(r, 1000)); }
+          }
+        }`,
       );
       for (const u of urls) {
         assert.match(out, new RegExp(`${u.replaceAll(".", "\\.")} 200 hello from demo-`), out);
