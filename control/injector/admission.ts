@@ -2,35 +2,17 @@
  * The AdmissionReview v1 handler of the proxy injector: decides, builds the patch and answers.
  * Pure apart from the namespace lookup passed in; the HTTPS server lives in main.ts.
  */
+import { type AdmissionResponse, parseReview } from "../webhook/admission_review.ts";
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import type { InjectorConfig } from "./config.ts";
 import { decide } from "./decision.ts";
 import type { InjectorMetrics } from "./metrics.ts";
 import { buildPatch } from "./patch.ts";
 
-export interface AdmissionReview {
-  apiVersion: string;
-  kind: string;
-  request?: {
-    uid: string;
-    kind?: { group: string; version: string; kind: string };
-    operation?: string;
-    namespace?: string;
-    object?: unknown;
-  };
-}
-
 export interface AdmissionResponseBody {
   apiVersion: "admission.k8s.io/v1";
   kind: "AdmissionReview";
-  response: {
-    uid: string;
-    allowed: boolean;
-    patchType?: "JSONPatch";
-    patch?: string;
-    warnings?: string[];
-    status?: { code: number; message: string };
-  };
+  response: AdmissionResponse;
 }
 
 export interface InjectorDeps {
@@ -40,28 +22,6 @@ export interface InjectorDeps {
   metrics: InjectorMetrics;
   /** Records a Kubernetes Event about the pod's owner; must not block. */
   event?(ns: string, reason: string, message: string): void;
-}
-
-export class AdmissionError extends Error {
-  override name = "AdmissionError";
-}
-
-/** Validates the envelope; throws AdmissionError naming what is wrong. */
-export function parseReview(
-  body: unknown,
-): AdmissionReview & { request: NonNullable<AdmissionReview["request"]> } {
-  if (typeof body !== "object" || body === null) throw new AdmissionError("body is not a JSON object");
-  const r = body as AdmissionReview;
-  if (r.kind !== "AdmissionReview") {
-    throw new AdmissionError(`kind is ${JSON.stringify(r.kind)}, want AdmissionReview`);
-  }
-  if (r.apiVersion !== "admission.k8s.io/v1") {
-    throw new AdmissionError(`apiVersion is ${JSON.stringify(r.apiVersion)}, want admission.k8s.io/v1`);
-  }
-  if (!r.request || typeof r.request.uid !== "string" || r.request.uid === "") {
-    throw new AdmissionError("request.uid is missing");
-  }
-  return r as AdmissionReview & { request: NonNullable<AdmissionReview["request"]> };
 }
 
 function toBase64(text: string): string {
@@ -74,12 +34,12 @@ function toBase64(text: string): string {
 export async function review(body: unknown, deps: InjectorDeps): Promise<AdmissionResponseBody> {
   const r = parseReview(body);
   const uid = r.request.uid;
-  const answer = (response: Omit<AdmissionResponseBody["response"], "uid">): AdmissionResponseBody => ({
+  const answer = (response: Omit<AdmissionResponse, "uid">): AdmissionResponseBody => ({
     apiVersion: "admission.k8s.io/v1",
     kind: "AdmissionReview",
     response: { uid, ...response },
   });
-  if (r.request.kind?.kind !== "Pod" || r.request.operation !== "CREATE") {
+  if (r.request.kind.kind !== "Pod" || r.request.operation !== "CREATE") {
     // Only pod creation is mutated; anything else is let through untouched.
     return answer({ allowed: true });
   }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import type { V1Namespace } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { defaultInjectorConfig } from "./config.ts";
-import { AdmissionError, review } from "./admission.ts";
+import { review } from "./admission.ts";
+import { AdmissionError } from "../webhook/admission_review.ts";
 import { InjectorMetrics } from "./metrics.ts";
 
 const namespaces: Record<string, V1Namespace> = {
@@ -82,7 +83,8 @@ Deno.test("malformed reviews are rejected with what is wrong", async () => {
     /want admission\.k8s\.io\/v1/,
   );
   await assert.rejects(
-    () => review({ kind: "AdmissionReview", apiVersion: "admission.k8s.io/v1", request: {} }, d.deps),
+    () =>
+      review({ kind: "AdmissionReview", apiVersion: "admission.k8s.io/v1", request: { kind: {} } }, d.deps),
     /request\.uid is missing/,
   );
 });
