@@ -424,33 +424,15 @@ export function outboundHttpRoute(
     metadata: routeMeta(group, "HTTPRoute", route),
     hosts: (route.spec?.hostnames ?? []).map(hostMatch),
     rules: (route.spec?.rules ?? []).map((rule, i) => {
-      const refs = rule.backendRefs ?? [];
-      const backends: ProtoHttpRoute["rules"][number]["backends"] = refs.length === 0
-        ? {
-          kind: {
-            $case: "firstAvailable",
-            value: {
-              backends: [{
-                backend: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
-                filters: [],
-              }],
-            },
-          },
-        }
-        : {
-          kind: {
-            $case: "randomAvailable",
-            value: {
-              backends: refs.map((ref, j) => ({
-                weight: ref.weight ?? 1,
-                backend: {
-                  backend: backendFor(store, ref, ns, port, cfg),
-                  filters: httpFilters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
-                },
-              })),
-            },
-          },
-        };
+      const backends = ruleBackends(
+        store,
+        svc,
+        ns,
+        port,
+        cfg,
+        rule.backendRefs,
+        (ref, j) => httpFilters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+      );
       return {
         matches: (rule.matches ?? []).map((m, j) => httpMatch(m, `spec.rules[${i}].matches[${j}]`)),
         filters: httpFilters(rule.filters, `spec.rules[${i}].filters`),
@@ -460,6 +442,45 @@ export function outboundHttpRoute(
         allowL5dRequestHeaders: cfg.allowL5dRequestHeaders,
       };
     }),
+  };
+}
+
+/**
+ * A rule's backend distribution, the same for HTTP and gRPC routes: the parent Service itself
+ * when the rule names no backends, otherwise a weighted random pick over the named ones.
+ */
+function ruleBackends<F>(
+  store: PolicyStore,
+  svc: Service,
+  routeNs: string,
+  port: number,
+  cfg: PolicyConfig,
+  refs: BackendRef[] | undefined,
+  refFilters: (ref: BackendRef, index: number) => F[],
+) {
+  if (!refs || refs.length === 0) {
+    return {
+      kind: {
+        $case: "firstAvailable" as const,
+        value: {
+          backends: [{
+            backend: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
+            filters: [] as F[],
+          }],
+        },
+      },
+    };
+  }
+  return {
+    kind: {
+      $case: "randomAvailable" as const,
+      value: {
+        backends: refs.map((ref, j) => ({
+          weight: ref.weight ?? 1,
+          backend: { backend: backendFor(store, ref, routeNs, port, cfg), filters: refFilters(ref, j) },
+        })),
+      },
+    },
   };
 }
 
@@ -484,36 +505,18 @@ export function outboundGrpcRoute(
     metadata: routeMeta(GATEWAY_GROUP, "GRPCRoute", route),
     hosts: (route.spec?.hostnames ?? []).map(hostMatch),
     rules: (route.spec?.rules ?? []).map((rule, i) => {
-      const refs = rule.backendRefs ?? [];
       return {
         matches: (rule.matches ?? []).map((m, j) => grpcMatch(m, `spec.rules[${i}].matches[${j}]`)),
         filters: filters(rule.filters, `spec.rules[${i}].filters`),
-        backends: refs.length === 0
-          ? {
-            kind: {
-              $case: "firstAvailable",
-              value: {
-                backends: [{
-                  backend: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
-                  filters: [],
-                }],
-              },
-            },
-          }
-          : {
-            kind: {
-              $case: "randomAvailable",
-              value: {
-                backends: refs.map((ref, j) => ({
-                  weight: ref.weight ?? 1,
-                  backend: {
-                    backend: backendFor(store, ref, ns, port, cfg),
-                    filters: filters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
-                  },
-                })),
-              },
-            },
-          },
+        backends: ruleBackends(
+          store,
+          svc,
+          ns,
+          port,
+          cfg,
+          rule.backendRefs,
+          (ref, j) => filters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+        ),
         timeouts: timeouts(objs),
         retry,
         allowL5dRequestHeaders: cfg.allowL5dRequestHeaders,
