@@ -4,6 +4,7 @@
  * only mark topics dirty; one coalesced flush per turn of the event loop recomputes them, diffs
  * each view once and pushes the same encoded bytes to every subscriber's bounded queue.
  */
+import { sameBytes } from "../../proto/support/bytes.ts";
 import { Counter, Gauge, type Registry } from "prom-client";
 import { toTcpAddress } from "../../proto/ip.ts";
 import { RequestError } from "../grpc/request_error.ts";
@@ -53,13 +54,6 @@ interface Topic {
   hostname: string | undefined;
   set: EndpointSet | undefined;
   views: Map<string, View>;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 export class EndpointIndex {

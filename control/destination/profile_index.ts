@@ -2,6 +2,7 @@
  * GetProfile topics: one per (target, client namespace), recomputed when the ServiceProfiles,
  * Service, namespace or pod behind it change, and sent only when the encoded profile changed.
  */
+import { sameBytes } from "../../proto/support/bytes.ts";
 import { Annotations } from "../../proto/annotations.ts";
 import { DestinationProfile } from "../../proto/gen/destination.ts";
 import { RequestError } from "../grpc/request_error.ts";
@@ -27,12 +28,6 @@ interface ProfileTopic {
   clientNs?: string;
   last: Uint8Array | undefined;
   subscribers: Set<Subscriber>;
-}
-
-function same(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (!a || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 export class ProfileIndex {
@@ -117,7 +112,7 @@ export class ProfileIndex {
   }
 
   #publish(t: ProfileTopic, bytes: Uint8Array): void {
-    if (same(t.last, bytes)) return;
+    if (sameBytes(t.last, bytes)) return;
     t.last = bytes;
     for (const s of t.subscribers) s.push(bytes);
   }

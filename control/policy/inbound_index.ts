@@ -294,7 +294,7 @@ export function serverAuthzs(store: PolicyStore, server: Server, cfg: PolicyConf
   return sortAuthz(out);
 }
 
-function routeMetadata(
+export function routeMetadata(
   group: string,
   kind: string,
   r: { metadata: { name: string; namespace?: string } },

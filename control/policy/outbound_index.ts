@@ -26,7 +26,7 @@ import type { TcpAddress } from "../../proto/gen/net.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import type { PolicyConfig } from "./config.ts";
 import { durationFromMs, parseDurationMs } from "./duration.ts";
-import { parsePortRanges } from "./inbound_index.ts";
+import { parsePortRanges, routeMetadata } from "./inbound_index.ts";
 import type {
   BackendRef,
   GrpcRoute,
@@ -379,22 +379,6 @@ function backendFor(
   return serviceBackend(ref.name, ns, port, kindOk && store.service(ns, ref.name) !== undefined, cfg);
 }
 
-function routeMeta(group: string, kind: string, r: HttpRoute | GrpcRoute): Metadata {
-  return {
-    kind: {
-      $case: "resource",
-      value: {
-        group,
-        kind,
-        name: r.metadata.name,
-        namespace: r.metadata.namespace ?? "",
-        section: "",
-        port: 0,
-      },
-    },
-  };
-}
-
 function httpFilters(filters: HttpRouteRule["filters"], field: string): HttpRoute_Filter[] {
   return (filters ?? []).map((f, j) => {
     const c = convertFilter(f, `${field}[${j}]`);
@@ -421,7 +405,7 @@ export function outboundHttpRoute(
   const objs = [route, svc];
   const retry = httpRetry(objs);
   return {
-    metadata: routeMeta(group, "HTTPRoute", route),
+    metadata: routeMetadata(group, "HTTPRoute", route),
     hosts: (route.spec?.hostnames ?? []).map(hostMatch),
     rules: (route.spec?.rules ?? []).map((rule, i) => {
       const backends = ruleBackends(
@@ -502,7 +486,7 @@ export function outboundGrpcRoute(
         : [];
     });
   return {
-    metadata: routeMeta(GATEWAY_GROUP, "GRPCRoute", route),
+    metadata: routeMetadata(GATEWAY_GROUP, "GRPCRoute", route),
     hosts: (route.spec?.hostnames ?? []).map(hostMatch),
     rules: (route.spec?.rules ?? []).map((rule, i) => {
       return {

@@ -4,6 +4,7 @@
  * flush on a later task, so the watch path does no more than a few map lookups; the flush
  * recomputes each dirty topic once and sends only what actually changed.
  */
+import { sameBytes } from "../../proto/support/bytes.ts";
 import { Server } from "../../proto/gen/inbound.ts";
 import { OutboundPolicy, type TrafficSpec } from "../../proto/gen/outbound.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
@@ -40,12 +41,6 @@ export interface HubStats {
   flushes: number;
   recomputed: number;
   published: number;
-}
-
-function equal(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (!a || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 export class PolicyHub {
@@ -152,7 +147,7 @@ export class PolicyHub {
         this.#drop(t);
         continue;
       }
-      if (equal(t.last, bytes)) continue;
+      if (sameBytes(t.last, bytes)) continue;
       t.last = bytes;
       changed++;
       for (const s of t.subscribers) {
