@@ -260,9 +260,17 @@ function initContainer(e: Effective): V1Container {
   };
 }
 
-async function sha256Hex(text: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("");
+// The anchors are fixed for the injector's lifetime, so their digest is computed once, not per pod.
+let anchorsDigest: { pem: string; hex: Promise<string> } | undefined;
+
+function anchorsSha256Hex(pem: string): Promise<string> {
+  if (anchorsDigest?.pem !== pem) {
+    const hex = crypto.subtle.digest("SHA-256", new TextEncoder().encode(pem)).then((d) =>
+      Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, "0")).join("")
+    );
+    anchorsDigest = { pem, hex };
+  }
+  return anchorsDigest.hex;
 }
 
 /**
@@ -304,7 +312,7 @@ export async function buildPatch(
   const annotations: Record<string, string> = {
     [Annotations.proxyVersion]: cfg.version,
     [Annotations.createdBy]: `weft/proxy-injector ${cfg.version}`,
-    [Annotations.trustRootSha256]: await sha256Hex(cfg.trustAnchorsPem),
+    [Annotations.trustRootSha256]: await anchorsSha256Hex(cfg.trustAnchorsPem),
     [Annotations.identityMode]: "default",
   };
   const podOpaque = inboundPorts(pod).filter((p) => portInRanges(p, e.opaque));
