@@ -1,10 +1,15 @@
 /**
  * The proxy's discovery clients, each a SharedWatch over one control-plane RPC:
  * InboundServerPolicies.WatchPort (per port), OutboundPolicies.Watch (per original destination)
- * and Destination.Get (per path).
+ * Destination.Get (per path) and Destination.GetProfile (per original destination).
  */
 import * as grpc from "@grpc/grpc-js";
-import { DestinationClient, type Update, type WeightedAddr } from "../../proto/gen/destination.ts";
+import {
+  DestinationClient,
+  type DestinationProfile,
+  type Update,
+  type WeightedAddr,
+} from "../../proto/gen/destination.ts";
 import { InboundServerPoliciesClient, type Server } from "../../proto/gen/inbound.ts";
 import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/outbound.ts";
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
@@ -66,6 +71,8 @@ export class Discovery {
   readonly inbound: SharedWatch<number, Server, PortPolicy>;
   readonly outbound: SharedWatch<{ ip: string; port: number }, OutboundPolicy, OutboundPolicy>;
   readonly destination: SharedWatch<string, Update, EndpointSet>;
+  /** Keyed by `ip:port` of the original destination, as the proxy asks (each message replaces the last). */
+  readonly profile: SharedWatch<string, DestinationProfile, DestinationProfile>;
   #clients: grpc.Client[] = [];
 
   constructor(o: DiscoveryOptions) {
@@ -130,12 +137,24 @@ export class Discovery {
       backoff: o.backoff,
       onEvent: o.onEvent,
     });
+    this.profile = new SharedWatch({
+      name: "profile",
+      keyOf: (p) => p,
+      open: (path, signal, on) =>
+        runStream(dstClient.getProfile({ scheme: "", path, contextToken: o.contextToken }), signal, on),
+      reduce: (_prev, msg) => msg,
+      terminalCodes: NO_RETRY,
+      idleMs: o.outboundIdleMs,
+      backoff: o.backoff,
+      onEvent: o.onEvent,
+    });
   }
 
   close(): void {
     this.inbound.close();
     this.outbound.close();
     this.destination.close();
+    this.profile.close();
     for (const c of this.#clients) c.close();
   }
 }
