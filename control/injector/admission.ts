@@ -3,9 +3,10 @@
  * Pure apart from the namespace lookup passed in; the HTTPS server lives in main.ts.
  */
 import { type AdmissionResponse, parseReview } from "../webhook/admission_review.ts";
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 import type { InjectorConfig } from "./config.ts";
-import { decide } from "./decision.ts";
+import { decide, type NamespaceLike } from "./decision.ts";
+import type { EventSink } from "./events.ts";
 import type { InjectorMetrics } from "./metrics.ts";
 import { buildPatch } from "./patch.ts";
 
@@ -16,12 +17,13 @@ export interface AdmissionResponseBody {
 }
 
 export interface InjectorDeps {
+  /** Read on every admission, so a new trust-anchor bundle applies to the next pod. */
   config: InjectorConfig;
   /** Looks the pod's namespace up (from an informer cache, so admission never waits on the API). */
-  namespace(name: string): V1Namespace | undefined;
+  namespace(name: string): NamespaceLike | undefined | Promise<NamespaceLike | undefined>;
   metrics: InjectorMetrics;
-  /** Records a Kubernetes Event about the pod's owner; must not block. */
-  event?(ns: string, reason: string, message: string): void;
+  /** Records Kubernetes Events about the pod's owner; must not block. */
+  events?: EventSink;
 }
 
 function toBase64(text: string): string {
@@ -39,18 +41,34 @@ export async function review(body: unknown, deps: InjectorDeps): Promise<Admissi
     kind: "AdmissionReview",
     response: { uid, ...response },
   });
-  if (r.request.kind.kind !== "Pod" || r.request.operation !== "CREATE") {
+  const object = r.request.object as V1Pod | undefined;
+  const nsName = r.request.namespace ?? object?.metadata?.namespace ?? "default";
+  const unsupported = r.request.kind.kind !== "Pod"
+    ? "unsupported_resource"
+    : r.request.operation !== "CREATE"
+    ? "unsupported_operation"
+    : undefined;
+  if (unsupported) {
     // Only pod creation is mutated; anything else is let through untouched.
+    const labels = { owner_kind: r.request.kind.kind.toLowerCase(), namespace: nsName, annotation_at: "" };
+    deps.metrics.requests.inc(labels);
+    deps.metrics.responses.inc({ ...labels, skip: "true", skip_reason: unsupported });
     return answer({ allowed: true });
   }
-  const pod = r.request.object as V1Pod;
-  if (typeof pod !== "object" || pod === null) {
-    return answer({ allowed: false, status: { code: 400, message: "request.object is not a pod" } });
+  if (typeof object !== "object" || object === null || Array.isArray(object)) {
+    return answer({ allowed: false, status: { code: 400, message: "request.object is not a Pod object" } });
   }
-  const nsName = r.request.namespace ?? pod.metadata?.namespace ?? "default";
-  pod.metadata = { ...pod.metadata, namespace: nsName };
-  const ns = deps.namespace(nsName);
-  const ownerKind = (pod.metadata.ownerReferences?.[0]?.kind ?? "pod").toLowerCase();
+  if (!Array.isArray(object.spec?.containers) || object.spec.containers.length === 0) {
+    return answer({
+      allowed: false,
+      status: { code: 400, message: "request.object is not a Pod: spec.containers is missing or empty" },
+    });
+  }
+  const pod: V1Pod = { ...object, metadata: { ...object.metadata, namespace: nsName } };
+  const ns = await deps.namespace(nsName);
+  const owner = pod.metadata!.ownerReferences?.find((o) => o.controller) ??
+    pod.metadata!.ownerReferences?.[0];
+  const ownerKind = (owner?.kind ?? "pod").toLowerCase();
   const decision = decide(pod, ns, deps.config.excludedNamespaces);
   const annotationAt = decision.inject ? decision.annotationAt : "";
   deps.metrics.requests.inc({ owner_kind: ownerKind, namespace: nsName, annotation_at: annotationAt });
@@ -62,8 +80,31 @@ export async function review(body: unknown, deps: InjectorDeps): Promise<Admissi
       skip: String(skip),
       skip_reason: reason,
     });
+  const warn = (message: string) => {
+    if (!owner || r.request.dryRun) return;
+    deps.events?.record({
+      namespace: nsName,
+      involved: { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.name, uid: owner.uid },
+      reason: "InjectionWarning",
+      message,
+    });
+  };
   if (!decision.inject) {
     respond(true, decision.reason);
+    // An invalid value is never silently ignored. On the pod it refuses the pod (the owner's
+    // FailedCreate event carries the message); on the namespace, refusing would stop every rollout
+    // there, so the pod is admitted uninjected with a warning and an event.
+    if (decision.reason === "invalid_inject_annotation_at_workload") {
+      return answer({
+        allowed: false,
+        status: { code: 400, message: `weft proxy injection refused: ${decision.message}` },
+      });
+    }
+    if (decision.reason === "invalid_inject_annotation_at_ns") {
+      const message = `${decision.message}; the pod is not injected`;
+      warn(message);
+      return answer({ allowed: true, warnings: [message] });
+    }
     return answer({ allowed: true });
   }
   const result = await buildPatch(pod, ns, deps.config);
@@ -73,7 +114,7 @@ export async function review(body: unknown, deps: InjectorDeps): Promise<Admissi
     return answer({ allowed: false, status: { code: 400, message } });
   }
   respond(false, "");
-  for (const w of result.warnings) deps.event?.(nsName, "InjectionWarning", w);
+  for (const message of result.warnings) warn(message);
   return answer({
     allowed: true,
     patchType: "JSONPatch",

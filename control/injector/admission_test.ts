@@ -4,24 +4,32 @@ import { Registry } from "prom-client";
 import { defaultInjectorConfig } from "./config.ts";
 import { review } from "./admission.ts";
 import { AdmissionError } from "../webhook/admission_review.ts";
+import type { InjectionEvent } from "./events.ts";
 import { InjectorMetrics } from "./metrics.ts";
 
 const namespaces: Record<string, V1Namespace> = {
   meshed: { metadata: { name: "meshed", annotations: { "linkerd.io/inject": "enabled" } } },
   plain: { metadata: { name: "plain" } },
+  typo: { metadata: { name: "typo", annotations: { "linkerd.io/inject": "true" } } },
+  badconfig: {
+    metadata: {
+      name: "badconfig",
+      annotations: { "linkerd.io/inject": "enabled", "config.linkerd.io/proxy-memory-limit": "lots" },
+    },
+  },
 };
 
 function deps() {
   const registry = new Registry();
-  const events: string[] = [];
+  const events: InjectionEvent[] = [];
   return {
     registry,
     events,
     deps: {
       config: defaultInjectorConfig("anchors"),
-      namespace: (n: string) => namespaces[n],
+      namespace: (n: string) => Promise.resolve(namespaces[n]),
       metrics: new InjectorMetrics(registry),
-      event: (_ns: string, reason: string, message: string) => events.push(`${reason}: ${message}`),
+      events: { record: (e: InjectionEvent) => events.push(e) },
     },
   };
 }
@@ -33,7 +41,17 @@ const reviewOf = (namespace: string, pod: unknown, operation = "CREATE") => ({
 });
 
 const pod = (annotations: Record<string, string> = {}) => ({
-  metadata: { generateName: "web-", annotations },
+  metadata: {
+    generateName: "web-",
+    annotations,
+    ownerReferences: [{
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      name: "web-5d9",
+      uid: "rs-1",
+      controller: true,
+    }],
+  },
   spec: { containers: [{ name: "web", image: "x", ports: [{ containerPort: 8080 }] }] },
 });
 
@@ -48,7 +66,7 @@ Deno.test("a pod in an injected namespace gets a JSON patch and counts as not sk
   const m = await d.registry.metrics();
   assert.match(
     m,
-    /proxy_inject_admission_requests_total\{owner_kind="pod",namespace="meshed",annotation_at="namespace"\} 1/,
+    /proxy_inject_admission_requests_total\{owner_kind="replicaset",namespace="meshed",annotation_at="namespace"\} 1/,
   );
   assert.match(m, /proxy_inject_admission_responses_total\{[^}]*skip="false"[^}]*\} 1/);
 });
@@ -87,4 +105,59 @@ Deno.test("malformed reviews are rejected with what is wrong", async () => {
       review({ kind: "AdmissionReview", apiVersion: "admission.k8s.io/v1", request: { kind: {} } }, d.deps),
     /request\.uid is missing/,
   );
+});
+
+Deno.test("an invalid linkerd.io/inject on the pod refuses it; on the namespace it warns and records an event", async () => {
+  const d = deps();
+  const refused = await review(reviewOf("meshed", pod({ "linkerd.io/inject": "yes" })), d.deps);
+  assert.equal(refused.response.allowed, false);
+  assert.equal(
+    refused.response.status?.message,
+    'weft proxy injection refused: pod annotation linkerd.io/inject="yes" is not one of enabled, ingress, disabled',
+  );
+  const warned = await review(reviewOf("typo", pod()), d.deps);
+  assert.equal(warned.response.allowed, true);
+  assert.equal(warned.response.patch, undefined);
+  assert.deepEqual(warned.response.warnings, [
+    'namespace annotation linkerd.io/inject="true" is not one of enabled, ingress, disabled; the pod is not injected',
+  ]);
+  assert.deepEqual(d.events.map((e) => [e.namespace, e.involved.kind, e.involved.name, e.reason]), [
+    ["typo", "ReplicaSet", "web-5d9", "InjectionWarning"],
+  ]);
+  const m = await d.registry.metrics();
+  assert.match(m, /skip_reason="invalid_inject_annotation_at_workload"\} 1/);
+  assert.match(m, /skip_reason="invalid_inject_annotation_at_ns"\} 1/);
+});
+
+Deno.test("a bad namespace override is ignored with a warning and an event on the owner, not on dry runs", async () => {
+  const d = deps();
+  const res = await review(reviewOf("badconfig", pod()), d.deps);
+  assert.equal(res.response.allowed, true);
+  assert.equal(res.response.patchType, "JSONPatch");
+  assert.match(res.response.warnings![0], /proxy-memory-limit="lots" is invalid/);
+  assert.equal(d.events.length, 1);
+  assert.equal(d.events[0].involved.uid, "rs-1");
+  const dry = reviewOf("badconfig", pod()) as ReturnType<typeof reviewOf> & { request: { dryRun?: boolean } };
+  dry.request.dryRun = true;
+  await review(dry, d.deps);
+  assert.equal(d.events.length, 1, "a dry run records no event");
+});
+
+Deno.test("other resources are admitted untouched and counted; a pod without containers is refused", async () => {
+  const d = deps();
+  const svc = {
+    ...reviewOf("meshed", { metadata: { name: "s" } }),
+  };
+  svc.request.kind = { group: "", version: "v1", kind: "Service" };
+  const res = await review(svc, d.deps);
+  assert.deepEqual([res.response.allowed, res.response.patch], [true, undefined]);
+  assert.match(await d.registry.metrics(), /owner_kind="service"[^}]*skip_reason="unsupported_resource"\} 1/);
+  const empty = await review(reviewOf("meshed", { metadata: {}, spec: {} }), d.deps);
+  assert.equal(empty.response.allowed, false);
+  assert.equal(
+    empty.response.status?.message,
+    "request.object is not a Pod: spec.containers is missing or empty",
+  );
+  const notObject = await review(reviewOf("meshed", "pod"), d.deps);
+  assert.equal(notObject.response.status?.message, "request.object is not a Pod object");
 });

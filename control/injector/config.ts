@@ -28,6 +28,8 @@ export interface InjectorConfig {
   initCommand: string[];
   /** Command run by the classic-mode postStart hook to hold the app until the proxy is ready. */
   awaitCommand: string[];
+  /** Command of the classic-mode preStop hook; the seconds to wait are appended. */
+  sleepCommand: string[];
   /** Whether the API server supports native sidecars (restartPolicy: Always init containers). */
   nativeSidecars: boolean;
   proxyUid: number;
@@ -73,6 +75,8 @@ export function defaultInjectorConfig(trustAnchorsPem: string): InjectorConfig {
     proxyCommand: ["weft-proxy"],
     initCommand: ["weft-init"],
     awaitCommand: ["weft-await", "--timeout=120s", `--port=${Ports.proxyAdmin}`],
+    // The image has no coreutils: the await helper also sleeps.
+    sleepCommand: ["weft-await", "sleep"],
     nativeSidecars: true,
     proxyUid: DEFAULT_PROXY_UID,
     defaultInboundPolicy: "all-unauthenticated",

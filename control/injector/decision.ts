@@ -1,6 +1,6 @@
 /** Whether a pod is injected, from `linkerd.io/inject` on the pod and its namespace. */
 import { Annotations, INJECT_VALUES, type InjectValue } from "../../proto/annotations.ts";
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Pod } from "@kubernetes/client-node";
 
 export const PROXY_CONTAINER = "linkerd-proxy";
 export const INIT_CONTAINER = "linkerd-init";
@@ -14,6 +14,11 @@ export type SkipReason =
   | "sidecar_already_exists"
   | "namespace_excluded";
 
+/** What injection reads of a namespace (a cached metadata-only object or a full V1Namespace). */
+export interface NamespaceLike {
+  metadata?: { name?: string; annotations?: Record<string, string> };
+}
+
 export type Decision =
   | { inject: true; mode: "enabled" | "ingress"; annotationAt: "workload" | "namespace" }
   | { inject: false; reason: SkipReason; message: string };
@@ -23,7 +28,7 @@ function injectValue(v: string | undefined): InjectValue | "" | "invalid" {
   return (INJECT_VALUES as readonly string[]).includes(v) ? v as InjectValue : "invalid";
 }
 
-export function decide(pod: V1Pod, ns: V1Namespace | undefined, excludedNamespaces: string[]): Decision {
+export function decide(pod: V1Pod, ns: NamespaceLike | undefined, excludedNamespaces: string[]): Decision {
   const nsName = ns?.metadata?.name ?? pod.metadata?.namespace ?? "";
   const skip = (reason: SkipReason, message: string): Decision => ({ inject: false, reason, message });
   if (excludedNamespaces.includes(nsName)) {

@@ -234,6 +234,25 @@ const SPECS: Spec[] = [
 
 export const SUPPORTED_OVERRIDES: readonly string[] = SPECS.map((s) => s.key);
 
+/**
+ * Checks one value in the form an annotation takes (for flags that set the same defaults):
+ * undefined when valid, else what is wrong and the accepted form.
+ */
+export function checkOverrideValue(
+  annotation: string,
+  value: string,
+): { why: string; form: string } | undefined {
+  const spec = SPECS.find((s) => s.key === annotation);
+  if (!spec) throw new Error(`no override ${annotation}`);
+  try {
+    spec.apply(value.trim(), { resources: {} });
+    return undefined;
+  } catch (e) {
+    if (!(e instanceof Problem)) throw e;
+    return { why: e.message, form: spec.form };
+  }
+}
+
 /** Parses every supported override found in `annotations`; unknown keys are left alone. */
 export function parseOverrides(
   annotations: Record<string, string>,

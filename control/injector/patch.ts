@@ -2,12 +2,12 @@
  * The injection patch: a pure function of the pod, its namespace and the injector's config,
  * returning RFC 6902 JSON patch operations (or the problems that make the pod unacceptable).
  */
-import type { V1Container, V1EnvVar, V1Namespace, V1Pod, V1Probe } from "@kubernetes/client-node";
+import type { V1Container, V1EnvVar, V1Pod, V1Probe } from "@kubernetes/client-node";
 import { Annotations, Labels } from "../../proto/annotations.ts";
 import { ProxyEnv } from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";
-import { INIT_CONTAINER, PROXY_CONTAINER } from "./decision.ts";
+import { INIT_CONTAINER, type NamespaceLike, PROXY_CONTAINER } from "./decision.ts";
 import {
   formatPortRanges,
   type OverrideProblem,
@@ -214,7 +214,7 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     // postStart blocks the start of the next containers until the proxy is ready.
     if (ov.proxyAwait ?? true) lifecycle.postStart = { exec: { command: cfg.awaitCommand } };
     if (ov.waitBeforeExitSeconds) {
-      lifecycle.preStop = { exec: { command: ["/bin/sleep", String(ov.waitBeforeExitSeconds)] } };
+      lifecycle.preStop = { exec: { command: [...cfg.sleepCommand, String(ov.waitBeforeExitSeconds)] } };
     }
     if (lifecycle.postStart || lifecycle.preStop) c.lifecycle = lifecycle;
   }
@@ -280,7 +280,7 @@ function anchorsSha256Hex(pem: string): Promise<string> {
  */
 export async function buildPatch(
   pod: V1Pod,
-  ns: V1Namespace | undefined,
+  ns: NamespaceLike | undefined,
   cfg: InjectorConfig,
 ): Promise<PatchResult> {
   const podAnn = configAnnotations(pod.metadata?.annotations);
@@ -330,11 +330,11 @@ export async function buildPatch(
   if (!pod.metadata?.annotations) add("/metadata/annotations", {});
   for (const [k, v] of Object.entries(annotations)) add(`/metadata/annotations/${seg(k)}`, v);
 
+  const own = owner(pod);
   const labels: Record<string, string> = {
     [Labels.controlPlaneNs]: cfg.controlPlaneNamespace,
     [Labels.workloadNs]: pod.metadata?.namespace ?? ns?.metadata?.name ?? "",
   };
-  const own = owner(pod);
   if (own) labels[`${Labels.proxyOwnerPrefix}${own.kind}`] = own.name;
   if (!pod.metadata?.labels) add("/metadata/labels", {});
   for (const [k, v] of Object.entries(labels)) add(`/metadata/labels/${seg(k)}`, v);
@@ -358,6 +358,13 @@ export async function buildPatch(
   if (!pod.spec?.volumes) add("/spec/volumes", []);
   for (const v of volumes) add("/spec/volumes/-", v);
 
+  if (!e.native && (own?.kind === "job" || own?.kind === "cronjob")) {
+    // Pain point: a regular proxy container keeps a Job's pod running after the app exits.
+    warnings.push(
+      `pod of ${own.kind} ${own.name} runs the proxy as a regular container (native sidecars off): the Job ` +
+        `completes only if the app ends it with POST http://localhost:${Ports.proxyAdmin}/shutdown`,
+    );
+  }
   const init = initContainer(e);
   const proxy = proxyContainer(pod, e);
   if (!pod.spec?.initContainers) add("/spec/initContainers", []);

@@ -68,7 +68,7 @@ Deno.test("classic-mode patch for a Job pod with overrides matches its golden fi
   assert.deepEqual(out.spec!.containers.map((c) => c.name), ["linkerd-proxy", "migrate"]);
   const proxy = out.spec!.containers[0];
   assert.deepEqual(proxy.lifecycle?.postStart?.exec?.command, cfg.awaitCommand);
-  assert.deepEqual(proxy.lifecycle?.preStop?.exec?.command, ["/bin/sleep", "3"]);
+  assert.deepEqual(proxy.lifecycle?.preStop?.exec?.command, ["weft-await", "sleep", "3"]);
   assert.equal(env(proxy, "LINKERD2_PROXY_CORES"), "2");
   assert.equal(proxy.securityContext?.runAsGroup, 2102);
   const args = out.spec!.initContainers![0].args!;

@@ -1,81 +1,135 @@
 /**
- * `control/main.ts validator [flags]`: the HTTPS validating webhooks.
+ * `control/main.ts validator [flags]`: the HTTPS validating webhooks, one server for both paths.
  *
- *   --addr=0.0.0.0:8443
- *   --tls-cert=/var/run/weft/tls/tls.crt --tls-key=/var/run/weft/tls/tls.key
- * KUBECONFIG selects the API server (else the in-cluster config); Servers are watched for the
- * duplicate-port check. Paths: `/policy` (policy.linkerd.io and Gateway API routes). A
- * ServiceProfile validator is added as another entry of `handlers`.
+ *   --addr=0.0.0.0:9443                 webhooks: /serviceprofile (linkerd.io ServiceProfile),
+ *                                       /policy (policy.linkerd.io and Gateway API routes)
+ *   --admin-addr=0.0.0.0:9997           /live /ready /metrics
+ *   --tls-dir=/var/run/weft/tls         tls.crt + tls.key (reloaded when they change);
+ *   --tls-cert=PATH --tls-key=PATH      or each file on its own
+ *   --cluster-domain=cluster.local      (env CLUSTER_DOMAIN) for ServiceProfile names
+ *   --kubeconfig=PATH                   (env KUBECONFIG; in-cluster config when unset)
+ *
+ * Servers are watched (list/watch servers.policy.linkerd.io) for the duplicate-port check; the
+ * validator is ready once that cache has synced.
  */
+import { Registry } from "prom-client";
+import { DEFAULT_CLUSTER_DOMAIN } from "../../proto/control_plane.ts";
+import { serveAdmin } from "../admin/admin_server.ts";
 import { Informer, KubeApiSource, loadKubeConfig, Resources, stripManagedFields } from "../k8s/mod.ts";
 import type { Obj, ServerSpec } from "../policy/resources.ts";
+import { CertificateError } from "../webhook/https_server.ts";
 import type { AdmissionHandler } from "./admission.ts";
 import { policyAdmissionHandler } from "./policy_validator.ts";
-import { serveWebhook } from "./webhook_server.ts";
+import { serviceProfileAdmissionHandler } from "./serviceprofile_validator.ts";
+import { serveValidator } from "./webhook_server.ts";
 
 export interface ValidatorConfig {
   hostname: string;
   port: number;
+  adminHostname: string;
+  adminPort: number;
   certFile: string;
   keyFile: string;
+  clusterDomain: string;
   kubeconfig: string | undefined;
 }
 
-export function parseArgs(args: string[], kubeconfig: string | undefined): ValidatorConfig {
+const FLAGS = ["addr", "admin-addr", "tls-dir", "tls-cert", "tls-key", "cluster-domain", "kubeconfig"];
+
+function hostPort(text: string, flag: string): [string, number] {
+  const i = text.lastIndexOf(":");
+  const port = Number(text.slice(i + 1));
+  if (i <= 0 || !/^\d+$/.test(text.slice(i + 1)) || port > 65535) {
+    throw new Error(`--${flag}: "${text}" is not <host>:<port>`);
+  }
+  return [text.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port];
+}
+
+export function parseArgs(args: string[], env: Record<string, string | undefined>): ValidatorConfig {
   const flags = new Map<string, string>();
   for (const a of args) {
     const m = /^--([a-z0-9-]+)=(.*)$/.exec(a);
     if (!m) throw new Error(`unexpected argument "${a}"; flags look like --name=value`);
+    if (!FLAGS.includes(m[1])) {
+      throw new Error(`unknown flag --${m[1]}; known: ${FLAGS.map((f) => `--${f}`).join(" ")}`);
+    }
     flags.set(m[1], m[2]);
   }
-  const addr = flags.get("addr") ?? "0.0.0.0:8443";
-  const i = addr.lastIndexOf(":");
-  const port = Number(addr.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`--addr: "${addr}" is not <host>:<port>`);
-  }
-  for (const k of flags.keys()) {
-    if (!["addr", "tls-cert", "tls-key"].includes(k)) throw new Error(`unknown flag --${k}`);
+  const [hostname, port] = hostPort(flags.get("addr") ?? "0.0.0.0:9443", "addr");
+  const [adminHostname, adminPort] = hostPort(flags.get("admin-addr") ?? "0.0.0.0:9997", "admin-addr");
+  const dir = (flags.get("tls-dir") ?? "/var/run/weft/tls").replace(/\/+$/, "");
+  const clusterDomain = flags.get("cluster-domain") ?? env.CLUSTER_DOMAIN ?? DEFAULT_CLUSTER_DOMAIN;
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(clusterDomain)) {
+    throw new Error(`--cluster-domain: "${clusterDomain}" is not a DNS name`);
   }
   return {
-    hostname: addr.slice(0, i),
+    hostname,
     port,
-    certFile: flags.get("tls-cert") ?? "/var/run/weft/tls/tls.crt",
-    keyFile: flags.get("tls-key") ?? "/var/run/weft/tls/tls.key",
-    kubeconfig,
+    adminHostname,
+    adminPort,
+    certFile: flags.get("tls-cert") ?? `${dir}/tls.crt`,
+    keyFile: flags.get("tls-key") ?? `${dir}/tls.key`,
+    clusterDomain,
+    kubeconfig: flags.get("kubeconfig") ?? (env.KUBECONFIG || undefined),
+  };
+}
+
+export function validatorHandlers(
+  cfg: Pick<ValidatorConfig, "clusterDomain">,
+  servers: (ns: string) => Obj<ServerSpec>[],
+): Record<string, AdmissionHandler> {
+  return {
+    "/serviceprofile": serviceProfileAdmissionHandler({ clusterDomain: cfg.clusterDomain }),
+    "/policy": policyAdmissionHandler({ servers }),
   };
 }
 
 export async function main(args: string[]): Promise<void> {
   let cfg: ValidatorConfig;
   try {
-    cfg = parseArgs(args, Deno.env.get("KUBECONFIG") || undefined);
+    cfg = parseArgs(args, Deno.env.toObject());
   } catch (e) {
     console.error(`validator: ${(e as Error).message}`);
     Deno.exit(2);
   }
+  const log = (m: string) => console.error(`validator: ${m}`);
   const abort = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => abort.abort());
+  const registry = new Registry();
   const servers = new Informer<Obj<ServerSpec> & { metadata: { name: string } }>({
     name: "validator_servers",
     source: new KubeApiSource(loadKubeConfig(cfg.kubeconfig), Resources.servers),
     transform: stripManagedFields,
-    log: (m) => console.error(`validator: ${m}`),
+    registry,
+    log,
   });
-  servers.start(abort.signal);
-  const handlers: Record<string, AdmissionHandler> = {
-    "/policy": policyAdmissionHandler({
-      servers: (ns) => servers.list().filter((s) => s.metadata.namespace === ns),
-    }),
-  };
-  const server = serveWebhook({
-    hostname: cfg.hostname,
-    port: cfg.port,
-    cert: await Deno.readTextFile(cfg.certFile),
-    key: await Deno.readTextFile(cfg.keyFile),
-    handlers,
+  const informerDone = servers.start(abort.signal);
+  let server;
+  try {
+    server = await serveValidator({
+      hostname: cfg.hostname,
+      port: cfg.port,
+      certFile: cfg.certFile,
+      keyFile: cfg.keyFile,
+      handlers: validatorHandlers(cfg, (ns) => servers.list().filter((s) => s.metadata.namespace === ns)),
+      signal: abort.signal,
+      registry,
+      log,
+    });
+  } catch (e) {
+    if (!(e instanceof CertificateError)) throw e;
+    console.error(`validator: cannot start: ${e.message}`);
+    Deno.exit(1);
+  }
+  const admin = serveAdmin({
+    hostname: cfg.adminHostname,
+    port: cfg.adminPort,
+    registry,
     signal: abort.signal,
-    onListen: (a) => console.error(`validator: serving webhooks on ${a.hostname}:${a.port}`),
+    readiness: [{ name: "servers", check: () => servers.isSynced() ? undefined : "Server cache not synced" }],
   });
-  await server.finished;
+  log(
+    `webhooks /serviceprofile and /policy on ${cfg.hostname}:${server.port} (certificate until ${server.certificateExpiry().toISOString()}), admin on ${cfg.adminHostname}:${admin.addr.port}`,
+  );
+  await Promise.all([server.closed, admin.finished, informerDone]);
 }

@@ -1,49 +1,80 @@
 /**
- * The HTTPS server of the validating webhooks: one path per handler (`/policy`, and later
- * `/serviceprofile`), AdmissionReview in and out. A handler that throws denies only that
- * request, with the error as the message; the server keeps serving.
+ * The HTTPS server of the validating webhooks: one path per handler (`/policy`,
+ * `/serviceprofile`), AdmissionReview in and out, on control/webhook's server (certificate
+ * reloaded in place, body limits). A malformed review gets a 400 naming the problem; a handler
+ * that throws denies only that request, with the error as the message; the server keeps serving.
  */
-import { type AdmissionHandler, parseReview, reviewResponse } from "./admission.ts";
+import { Counter, type Registry } from "prom-client";
+import type { JsonHandler } from "../webhook/https_server.ts";
+import { serveWebhook, type WebhookServer } from "../webhook/https_server.ts";
+import { type AdmissionDecision, type AdmissionHandler, parseReview, reviewResponse } from "./admission.ts";
 
-export interface WebhookServerOptions {
+export interface ValidatorServerOptions {
   hostname: string;
   port: number;
-  /** PEM certificate chain and key the API server verifies (caBundle of the webhook configuration). */
-  cert: string;
-  key: string;
+  /** PEM files of the serving certificate (the caBundle of the webhook configurations verifies it). */
+  certFile: string;
+  keyFile: string;
   handlers: Record<string, AdmissionHandler>;
   signal: AbortSignal;
-  onListen?: (addr: Deno.NetAddr) => void;
+  registry?: Registry;
+  reloadIntervalMs?: number;
+  maxBodyBytes?: number;
   log?: (message: string) => void;
 }
 
-export function serveWebhook(opts: WebhookServerOptions): Deno.HttpServer<Deno.NetAddr> {
-  const log = opts.log ?? ((m: string) => console.error(`validator: ${m}`));
-  return Deno.serve({
-    hostname: opts.hostname,
-    port: opts.port,
-    cert: opts.cert,
-    key: opts.key,
-    signal: opts.signal,
-    onListen: (addr) => opts.onListen?.(addr),
-  }, async (req) => {
-    const path = new URL(req.url).pathname;
-    const handler = opts.handlers[path];
-    if (!handler) return new Response(`no admission handler at ${path}\n`, { status: 404 });
-    if (req.method !== "POST") return new Response("use POST\n", { status: 405 });
+/** Routes AdmissionReviews to the handler of their path. */
+export function admissionRouter(
+  handlers: Record<string, AdmissionHandler>,
+  opts: { log: (m: string) => void; registry?: Registry },
+): JsonHandler {
+  const decisions = opts.registry
+    ? new Counter({
+      name: "validator_admission_responses_total",
+      help: "Admission reviews answered by the validating webhooks, by path and whether they were allowed.",
+      labelNames: ["path", "allowed"],
+      registers: [opts.registry],
+    })
+    : undefined;
+  return async (path, body) => {
+    const handler = Object.hasOwn(handlers, path) ? handlers[path] : undefined;
+    if (!handler) {
+      return {
+        status: 404,
+        body: { error: `no admission handler at ${path}; have ${Object.keys(handlers).join(", ")}` },
+      };
+    }
     let review;
     try {
-      review = parseReview(await req.json());
+      review = parseReview(body);
     } catch (e) {
-      return new Response(`bad AdmissionReview: ${(e as Error).message}\n`, { status: 400 });
+      return { status: 400, body: { error: `bad AdmissionReview: ${(e as Error).message}` } };
     }
-    let decision;
+    let decision: AdmissionDecision;
     try {
       decision = await handler(review.request);
     } catch (e) {
-      log(`${path}: handler failed for ${review.request.uid}: ${(e as Error).message}`);
+      opts.log(`${path}: handler failed for ${review.request.uid}: ${(e as Error).message}`);
       decision = { problems: [`validation failed: ${(e as Error).message}`] };
     }
-    return Response.json(reviewResponse(review.request, decision));
+    decisions?.inc({ path, allowed: String(decision.problems.length === 0) });
+    return { status: 200, body: reviewResponse(review.request, decision) };
+  };
+}
+
+export function serveValidator(opts: ValidatorServerOptions): Promise<WebhookServer> {
+  const log = opts.log ?? ((m: string) => console.error(`validator: ${m}`));
+  return serveWebhook({
+    hostname: opts.hostname,
+    port: opts.port,
+    certFile: opts.certFile,
+    keyFile: opts.keyFile,
+    signal: opts.signal,
+    registry: opts.registry,
+    paths: Object.keys(opts.handlers),
+    reloadIntervalMs: opts.reloadIntervalMs,
+    maxBodyBytes: opts.maxBodyBytes,
+    log,
+    handler: admissionRouter(opts.handlers, { log, registry: opts.registry }),
   });
 }
