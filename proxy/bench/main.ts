@@ -1,13 +1,25 @@
 /**
- * `deno task bench:dataplane` (L4, first version). Needs root (network namespaces, iptables) and
- * nginx with the stream module (Debian: nginx-light + libnginx-mod-stream) for the reference.
+ * `deno task bench:dataplane`. Needs root (network namespaces, iptables), nginx with the stream
+ * module (Debian: nginx-light + libnginx-mod-stream) for the reference pair, and nghttpd
+ * (nghttp2-server) as the gRPC backend.
  *
  * Four pods on a bridge inside namespaces this benchmark creates (10.231.0.0/24, nothing in the
  * host namespace): a → b through both weft proxies with mesh mTLS; c → d directly (baseline); and
- * c → nginx(c) → TLS 1.3 mTLS → nginx(d) → d as the reference two-hop TLS proxy pair. Each path
- * is measured in the same run with the same load programs (proxy/bench/load.ts): request/response
- * on kept-alive connections, new connections per second, bulk throughput, and latency at a fixed
- * rate. Prints a summary, then one JSON object as the last line.
+ * c → nginx(c) → TLS 1.3 mTLS → nginx(d) → d as the reference two-hop proxy pair. Each path is
+ * measured in the same run with the same load programs:
+ *
+ * - L4 (proxy/bench/load.ts, port 9000): request/response on kept-alive connections, new
+ *   connections per second, bulk throughput, latency at a fixed rate;
+ * - HTTP (proxy/bench/http_bench.ts): HTTP/1.1 (port 9100, Deno.serve backend; nginx proxy_pass
+ *   with keep-alive upstreams) and gRPC unary (port 9200, nghttpd backend; nginx grpc_pass) with
+ *   an open-loop generator at 100/s and 1,000/s and a search for the knee, proxy CPU time from
+ *   /proc → requests/s per proxy core and CPU per 1,000 requests, proxy RSS.
+ *
+ * The weft pair carries HTTP as whatever its proxies make of it: today the L4 forwarding passes
+ * the bytes; once the proxies detect HTTP themselves the same run measures the HTTP layer (the
+ * summary says which, from the proxies' request_total). Durations: BENCH_SECONDS (L4 measures,
+ * default 4), BENCH_HTTP_SECONDS (fixed-rate runs, default 5), BENCH_KNEE_SECONDS (knee steps,
+ * default 2). Prints a summary, then one JSON object as the last line.
  */
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
 import { createTestCa } from "../testing/certs.ts";
@@ -15,12 +27,23 @@ import { meshedEndpoint, TestControlPlane } from "../testing/control_plane.ts";
 import { adminGet, applyInit, startProxy, startRelay, waitForLine } from "../testing/mesh_pods.ts";
 import { denoForUid, PodNetwork, sh } from "../testing/netns.ts";
 import { LinuxOrigDst } from "../transport/orig_dst.ts";
+import type { WeightedAddr } from "../../proto/gen/destination.ts";
+import { Registry } from "prom-client";
+import { HeaderList } from "../http/message.ts";
+import { HttpMetrics } from "../metrics/http_metrics.ts";
+import { grpcMessage } from "./h2_client.ts";
+import { type HttpPath, memoryMb, runHttpBench } from "./http_bench.ts";
 import * as net from "node:net";
 
 const SECS = Number(Deno.env.get("BENCH_SECONDS") ?? "4");
 const RATE = Number(Deno.env.get("BENCH_RATE") ?? "400");
+const HTTP_SECS = Number(Deno.env.get("BENCH_HTTP_SECONDS") ?? "5");
+const KNEE_SECS = Number(Deno.env.get("BENCH_KNEE_SECONDS") ?? "2");
 const PORT = 9000;
+const H1_PORT = 9100;
+const GRPC_PORT = 9200;
 const loadTs = new URL("./load.ts", import.meta.url).pathname;
+const httpLoadTs = new URL("./http_load.ts", import.meta.url).pathname;
 const deno = Deno.execPath();
 const ID = (sa: string) => `${sa}.bench.serviceaccount.identity.linkerd.cluster.local`;
 
@@ -29,7 +52,47 @@ if (Deno.uid() !== 0) {
   Deno.exit(1);
 }
 const nginxBin = (await sh("sh", ["-c", "command -v nginx"], false)).stdout.trim();
+const nghttpdBin = (await sh("sh", ["-c", "command -v nghttpd"], false)).stdout.trim();
 const streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so";
+
+/**
+ * A meshed endpoint on an HTTP port, as Linkerd's destination controller announces a meshed pod
+ * on a port that is not opaque: an HTTP/2 protocol hint and no opaque transport, so the client
+ * proxy connects with mesh TLS to the port itself (and may upgrade HTTP/1 to HTTP/2).
+ */
+function meshedHttpEndpoint(ip: string, port: number, identity: string): WeightedAddr {
+  return {
+    ...meshedEndpoint(ip, port, identity),
+    protocolHint: { protocol: { $case: "h2", value: {} }, opaqueTransport: undefined },
+  };
+}
+
+/** Cost of the HTTP metrics on the request path: one recorder through head, first byte and end. */
+function httpMetricsNsPerRequest(n = 200_000): number {
+  const m = new HttpMetrics(new Registry());
+  const h = m.outbound({
+    authority: "web.ns.svc.cluster.local:80",
+    targetAddr: "10.0.0.1:80",
+    tls: { tls: "true" },
+  });
+  const headers = new HeaderList(["content-type", "text/plain"]);
+  const run = (k: number) => {
+    for (let i = 0; i < k; i++) {
+      const r = h.start(false);
+      r.head(200, headers);
+      r.firstByte();
+      r.end(undefined);
+    }
+  };
+  run(n);
+  let best = Infinity;
+  for (let k = 0; k < 3; k++) {
+    const t0 = performance.now();
+    run(n);
+    best = Math.min(best, ((performance.now() - t0) * 1e6) / n);
+  }
+  return best;
+}
 
 async function load(net: PodNetwork, pod: string, ...args: string[]): Promise<Record<string, number>> {
   const r = await net.run(pod, [deno, "run", "-A", "--cached-only", loadTs, ...args]);
@@ -92,7 +155,7 @@ await Deno.chmod(work, 0o755);
 const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
 let pods: PodNetwork | undefined;
 let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
-const result: Record<string, number | string> = {};
+const result: Record<string, number | string | null> = {};
 try {
   pods = await PodNetwork.create(["a", "b", "c", "d"]);
   const [A, B, C, D] = ["a", "b", "c", "d"].map((n) => pods!.pod(n));
@@ -114,6 +177,9 @@ try {
   await write("ca.pem", ca.certPem);
 
   cp.tables.endpoints.set(`${B.ip}:${PORT}`, [meshedEndpoint(B.ip, PORT, ID("b"))]);
+  for (const port of [H1_PORT, GRPC_PORT]) {
+    cp.tables.endpoints.set(`${B.ip}:${port}`, [meshedHttpEndpoint(B.ip, port, ID("b"))]);
+  }
   await cp.start();
   for (const pod of ["a", "b"]) {
     await applyInit(pods, pod);
@@ -127,33 +193,101 @@ try {
       `${work}/server-${pod}.log`,
     );
     await waitForLine(`${work}/server-${pod}.log.out`, "listening");
-  }
-  const proxies = ["a", "b"].map((pod) =>
-    startProxy(pods!, {
+    pods.spawn(
       pod,
-      localName: ID(pod),
-      workload: `{"ns":"bench","pod":"${pod}"}`,
-      credentialsFile: creds[pod],
-      trustAnchorsPem: ca.certPem,
-      workDir: work,
-      uidDeno: uidDeno!,
-      inboundPorts: String(PORT),
-      env: { LINKERD2_PROXY_LOG: "warn" },
-      logFile: `${work}/proxy-${pod}.log`,
-    })
-  );
-  for (const pod of ["a", "b"]) {
-    const end = Date.now() + 30_000;
-    while ((await adminGet(pods, pod, "/ready")).status !== 200) {
-      if (Date.now() > end) {
-        throw new Error(`proxy ${pod} not ready:\n${await Deno.readTextFile(`${work}/proxy-${pod}.log`)}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+      [deno, "run", "-A", "--cached-only", httpLoadTs, "h1-server", String(H1_PORT)],
+      {},
+      `${work}/h1-server-${pod}.log`,
+    );
+    await waitForLine(`${work}/h1-server-${pod}.log.out`, "listening");
   }
+  // gRPC backend: nghttpd answers POST /weft.bench.Echo/Unary with a 1 KiB gRPC message and
+  // grpc-status 0 in the trailers (Deno's node:http2 server aborts under this load).
+  const grpc = nghttpdBin !== "";
+  if (grpc) {
+    await Deno.mkdir(`${work}/htdocs/weft.bench.Echo`, { recursive: true });
+    await Deno.writeFile(`${work}/htdocs/weft.bench.Echo/Unary`, grpcMessage(1024));
+    for (const pod of ["b", "d"]) {
+      pods.spawn(
+        pod,
+        [
+          nghttpdBin,
+          "--no-tls",
+          "-a",
+          "0.0.0.0",
+          "-d",
+          `${work}/htdocs`,
+          "--trailer",
+          "grpc-status: 0",
+          String(GRPC_PORT),
+        ],
+        {},
+        `${work}/nghttpd-${pod}.log`,
+      );
+      const w = await pods.run(pod, [
+        deno,
+        "run",
+        "-A",
+        "--cached-only",
+        httpLoadTs,
+        "wait",
+        `127.0.0.1:${GRPC_PORT}`,
+      ]);
+      if (w.code !== 0) throw new Error(`nghttpd in ${pod} did not start: ${w.stderr}`);
+    }
+  } else {
+    console.error("gRPC legs skipped: nghttpd is not installed (Debian: nghttp2-server)");
+  }
+  const startProxies = async (): Promise<Deno.ChildProcess[]> => {
+    const started = ["a", "b"].map((pod) =>
+      startProxy(pods!, {
+        pod,
+        localName: ID(pod),
+        workload: `{"ns":"bench","pod":"${pod}"}`,
+        credentialsFile: creds[pod],
+        trustAnchorsPem: ca.certPem,
+        workDir: work,
+        uidDeno: uidDeno!,
+        inboundPorts: [PORT, H1_PORT, GRPC_PORT].join(","),
+        env: { LINKERD2_PROXY_LOG: "warn" },
+        logFile: `${work}/proxy-${pod}.log`,
+      })
+    );
+    for (const pod of ["a", "b"]) {
+      const end = Date.now() + 30_000;
+      while ((await adminGet(pods!, pod, "/ready")).status !== 200) {
+        if (Date.now() > end) {
+          throw new Error(`proxy ${pod} not ready:\n${await Deno.readTextFile(`${work}/proxy-${pod}.log`)}`);
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    return started;
+  };
+  let proxies = await startProxies();
 
   let reference = false;
+  const nginxPids: number[] = [];
   if (nginxBin && await Deno.stat(streamModule).then(() => true, () => false)) {
+    // The HTTP reference: the same two-hop TLS 1.3 mTLS shape, as HTTP proxies with kept-alive
+    // upstream connections (proxy_pass for HTTP/1.1, grpc_pass for gRPC; nginx-light has both).
+    // nginx sends one gRPC call per upstream connection at a time, so its gRPC upstreams keep as
+    // many idle connections as the generator can have calls in flight (4 × 100).
+    const nginxHttp = (pod: string, lines: string[]) =>
+      `http { access_log off; keepalive_requests 1000000; keepalive_timeout 300s; ` +
+      ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map((t) =>
+        `${t}_temp_path ${work}/ngx-${pod}-${t};`
+      )
+        .join(" ") +
+      `\n${lines.join("\n")}\n}\n`;
+    const upstreamH1 = `proxy_http_version 1.1; proxy_set_header Connection "";`;
+    const clientTls = (m: string) =>
+      `${m}_ssl_protocols TLSv1.3; ${m}_ssl_certificate ${work}/c.crt; ${m}_ssl_certificate_key ${work}/c.key; ` +
+      `${m}_ssl_trusted_certificate ${work}/ca.pem; ${m}_ssl_verify on; ${m}_ssl_server_name on; ` +
+      `${m}_ssl_name ${ID("d")}; ${m}_ssl_session_reuse on;`;
+    const serverTls =
+      `ssl_protocols TLSv1.3; ssl_certificate ${work}/d.crt; ssl_certificate_key ${work}/d.key; ` +
+      `ssl_client_certificate ${work}/ca.pem; ssl_verify_client on;`;
     const common = `load_module ${streamModule};\nworker_processes 1;\ndaemon off;\nmaster_process off;\n` +
       `events { worker_connections 4096; }\n`;
     await write(
@@ -162,24 +296,48 @@ try {
         `pid ${work}/nginx-c.pid;\nstream { server { listen 127.0.0.1:9001; proxy_pass ${D.ip}:9443; ` +
         `proxy_ssl on; proxy_ssl_protocols TLSv1.3; proxy_ssl_certificate ${work}/c.crt; ` +
         `proxy_ssl_certificate_key ${work}/c.key; proxy_ssl_trusted_certificate ${work}/ca.pem; ` +
-        `proxy_ssl_verify on; proxy_ssl_server_name on; proxy_ssl_name ${ID("d")}; } }\n`,
+        `proxy_ssl_verify on; proxy_ssl_server_name on; proxy_ssl_name ${ID("d")}; } }\n` +
+        nginxHttp("c", [
+          `upstream h1_d { server ${D.ip}:9444; keepalive 64; keepalive_requests 1000000; }`,
+          `upstream grpc_d { server ${D.ip}:9445; keepalive 512; keepalive_requests 1000000; }`,
+          `server { listen 127.0.0.1:9101; location / { proxy_pass https://h1_d; ${upstreamH1} ` +
+          `${clientTls("proxy")} } }`,
+          `server { listen 127.0.0.1:9201 http2; location / { grpc_pass grpcs://grpc_d; ${
+            clientTls("grpc")
+          } } }`,
+        ]),
     );
     await write(
       "nginx-d.conf",
       common +
         `pid ${work}/nginx-d.pid;\nstream { server { listen ${D.ip}:9443 ssl; ssl_protocols TLSv1.3; ` +
         `ssl_certificate ${work}/d.crt; ssl_certificate_key ${work}/d.key; ` +
-        `ssl_client_certificate ${work}/ca.pem; ssl_verify_client on; proxy_pass 127.0.0.1:${PORT}; } }\n`,
+        `ssl_client_certificate ${work}/ca.pem; ssl_verify_client on; proxy_pass 127.0.0.1:${PORT}; } }\n` +
+        nginxHttp("d", [
+          `upstream h1_app { server 127.0.0.1:${H1_PORT}; keepalive 64; keepalive_requests 1000000; }`,
+          `upstream grpc_app { server 127.0.0.1:${GRPC_PORT}; keepalive 512; keepalive_requests 1000000; }`,
+          `server { listen ${D.ip}:9444 ssl; ${serverTls} location / { proxy_pass http://h1_app; ${upstreamH1} } }`,
+          `server { listen ${D.ip}:9445 ssl http2; ${serverTls} location / { grpc_pass grpc://grpc_app; } }`,
+        ]),
     );
     for (const pod of ["c", "d"]) {
-      pods.spawn(
+      const child = pods.spawn(
         pod,
         [nginxBin, "-p", work, "-c", `${work}/nginx-${pod}.conf`, "-e", `${work}/nginx-${pod}-error.log`],
         {},
         `${work}/nginx-${pod}.log`,
       );
+      nginxPids.push(child.pid);
     }
     await new Promise((r) => setTimeout(r, 500));
+    for (const [i, pid] of nginxPids.entries()) {
+      if (!await Deno.stat(`/proc/${pid}`).then(() => true, () => false)) {
+        const pod = ["c", "d"][i];
+        throw new Error(
+          `nginx in ${pod} exited:\n${await Deno.readTextFile(`${work}/nginx-${pod}-error.log`)}`,
+        );
+      }
+    }
     reference = true;
   } else {
     console.error(
@@ -223,9 +381,81 @@ try {
     result.mesh_vs_reference_rps = Number((n("mesh_rps") / n("reference_rps")).toFixed(3));
   }
   result.proxy_rss_mb = Number(Math.max(...await Promise.all(proxies.map((p) => rssMb(p.pid)))).toFixed(1));
+  result.proxy_peak_rss_mb = Number(
+    Math.max(...(await Promise.all(proxies.map((p) => memoryMb(p.pid)))).map((m) => m.peak)).toFixed(1),
+  );
   result.orig_dst_lookup_us_256_conns = Number((await origDstLookupUs(256)).toFixed(1));
   result.seconds_per_measure = SECS;
   result.fixed_rate_per_s = RATE;
+
+  // Fresh weft proxies for the HTTP part, so its CPU and memory figures are its own and not what
+  // the L4 bulk and connection-rate runs left behind.
+  for (const p of proxies) {
+    p.kill("SIGTERM");
+    const t = setTimeout(() => p.kill("SIGKILL"), 5000);
+    await p.status;
+    clearTimeout(t);
+  }
+  proxies = await startProxies();
+
+  const httpPaths: HttpPath[] = [
+    {
+      name: "direct",
+      label: "direct",
+      pod: "c",
+      h1Target: `${D.ip}:${H1_PORT}`,
+      grpcTarget: `${D.ip}:${GRPC_PORT}`,
+      pids: [],
+    },
+    {
+      name: "mesh",
+      label: "weft pair",
+      pod: "a",
+      h1Target: `${B.ip}:${H1_PORT}`,
+      grpcTarget: `${B.ip}:${GRPC_PORT}`,
+      pids: proxies.map((p) => p.pid),
+    },
+    ...(reference
+      ? [{
+        name: "reference" as const,
+        label: "nginx pair",
+        pod: "c",
+        h1Target: "127.0.0.1:9101",
+        grpcTarget: "127.0.0.1:9201",
+        pids: nginxPids,
+      }]
+      : []),
+  ];
+  Object.assign(
+    result,
+    await runHttpBench({
+      pods,
+      paths: httpPaths,
+      grpc,
+      secs: HTTP_SECS,
+      kneeSecs: KNEE_SECS,
+      h1Connections: 16,
+      grpcConnections: 4,
+    }),
+  );
+  // Whether the weft leg went through an HTTP layer or was forwarded as bytes.
+  const metrics = await adminGet(pods, "a", "/metrics");
+  result.mesh_http_layer = /^request_total\{/m.test(metrics.body) ? 1 : 0;
+  console.log(
+    result.mesh_http_layer
+      ? "weft pair: the proxies handled the HTTP legs as HTTP (request_total is counting)"
+      : "weft pair: the proxies forwarded the HTTP legs as opaque TCP (no request_total yet)",
+  );
+  const num = (k: string) => typeof result[k] === "number" ? result[k] : null;
+  result.http1_added_p99_ms_at_1000rps = num("http1_added_p99_ms_at_1000rps");
+  result.grpc_added_p99_ms_at_1000rps = num("grpc_added_p99_ms_at_1000rps");
+  result.max_rps_per_core = num("http1_mesh_rps_per_core");
+  result.reference_max_rps_per_core = num("http1_reference_rps_per_core");
+  result.grpc_max_rps_per_core = num("grpc_mesh_rps_per_core");
+  result.grpc_reference_max_rps_per_core = num("grpc_reference_rps_per_core");
+  result.http_seconds_per_rate = HTTP_SECS;
+  result.http_knee_seconds_per_step = KNEE_SECS;
+  result.http_metrics_ns_per_request = Number(httpMetricsNsPerRequest().toFixed(0));
 } finally {
   cp.stop();
   await pods?.cleanup();
