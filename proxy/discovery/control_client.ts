@@ -6,21 +6,21 @@ import * as grpc from "@grpc/grpc-js";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
 import type { StreamEnd } from "./shared_watch.ts";
+import { CertStoreProvider } from "./cert_store_provider.ts";
 
 export function controlTarget(svc: ControlService): string {
   const h = svc.addr.host.includes(":") ? `[${svc.addr.host}]` : svc.addr.host.replace(/\.$/, "");
   return `${h}:${svc.addr.port}`;
 }
 
+/**
+ * Credentials are resolved per connection from the certificate store: a channel made before the
+ * proxy is certified waits for the first certificate, and renewals apply to new connections.
+ */
 export function controlCredentials(svc: ControlService, store: CertStore): grpc.ChannelCredentials {
   if (svc.plaintext) return grpc.credentials.createInsecure();
-  const c = store.current();
-  const enc = new TextEncoder();
-  return grpc.credentials.createSsl(
-    Buffer.from(enc.encode(c?.trustAnchorsPem ?? "")),
-    c ? Buffer.from(enc.encode(c.keyPem)) : null,
-    c ? Buffer.from(enc.encode(c.certChainPem)) : null,
-  );
+  const provider = new CertStoreProvider(store);
+  return grpc.experimental.createCertificateProviderChannelCredentials(provider, provider);
 }
 
 export function controlChannelOptions(svc: ControlService, backoff: Backoff): grpc.ChannelOptions {

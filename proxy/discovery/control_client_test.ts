@@ -1,0 +1,67 @@
+// Real TLS, real grpc-js on loopback.
+import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
+import { type CertifyResponse, IdentityClient, IdentityService } from "../../proto/gen/identity.ts";
+import { CertStore } from "../identity/cert_store.ts";
+import { createTestCa } from "../testing/certs.ts";
+import { controlChannelOptions, controlCredentials } from "./control_client.ts";
+
+const enc = new TextEncoder();
+const SERVER = "weft-destination.weft.serviceaccount.identity.weft.cluster.local";
+
+Deno.test("control client: a channel made before certification waits, then presents the client certificate", async () => {
+  const ca = await createTestCa("anchor");
+  const serverCreds = await ca.issue(SERVER);
+  const seen: string[] = [];
+  const server = new grpc.Server();
+  server.addService(IdentityService, {
+    certify: (
+      call: grpc.ServerUnaryCall<unknown, CertifyResponse>,
+      cb: grpc.sendUnaryData<CertifyResponse>,
+    ) => {
+      const peer = call.getAuthContext?.()?.sslPeerCertificate;
+      seen.push(peer?.subjectaltname ?? "none");
+      cb(null, { leafCertificate: new Uint8Array([1]), intermediateCertificates: [] });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      "127.0.0.1:0",
+      grpc.ServerCredentials.createSsl(
+        Buffer.from(enc.encode(ca.certPem)),
+        [{
+          cert_chain: Buffer.from(enc.encode(serverCreds.certChainPem)),
+          private_key: Buffer.from(enc.encode(serverCreds.keyPem)),
+        }],
+        true,
+      ),
+      (e, p) => e ? reject(e) : resolve(p),
+    )
+  );
+  const store = new CertStore();
+  const svc = { addr: { host: "127.0.0.1", port }, name: SERVER, plaintext: false };
+  const client = new IdentityClient(
+    `127.0.0.1:${port}`,
+    controlCredentials(svc as never, store),
+    controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 }),
+  );
+  try {
+    const call = new Promise<void>((resolve, reject) =>
+      client.certify(
+        { identity: "web", token: new Uint8Array(), certificateSigningRequest: new Uint8Array() },
+        new grpc.Metadata(),
+        { deadline: Date.now() + 10_000 },
+        (e) => e ? reject(e) : resolve(),
+      )
+    );
+    // Certified only after the call was started: the old code had dialled with no certificate.
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(seen.length, 0);
+    store.set(await ca.issue("web.demo.serviceaccount.identity.weft.cluster.local"));
+    await call;
+    assert.deepEqual(seen, ["DNS:web.demo.serviceaccount.identity.weft.cluster.local"]);
+  } finally {
+    client.close();
+    server.forceShutdown();
+  }
+});
