@@ -14,7 +14,10 @@ import { serveProxyAdmin } from "./admin/admin.ts";
 import { Discovery } from "./discovery/clients.ts";
 import type { WatchHandle } from "./discovery/shared_watch.ts";
 import { Inbound } from "./inbound/inbound.ts";
-import type { PortPolicy } from "./inbound/authorize.ts";
+import type { InboundPortPolicy } from "./discovery/clients.ts";
+import { InboundHttp } from "./http/inbound_stack.ts";
+import { OutboundHttp } from "./http/outbound_stack.ts";
+import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
 import { TcpMetrics } from "./metrics/tcp_metrics.ts";
 import { ConnTracker } from "./transport/conn_tracker.ts";
@@ -46,6 +49,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
   const store = deps.store ?? new CertStore();
   const registry = new Registry();
   const metrics = new TcpMetrics(registry);
+  const httpMetrics = new HttpMetrics(registry);
   const abort = new AbortController();
   const tracker = new ConnTracker();
   const tls = new MeshTls(store);
@@ -81,7 +85,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
   });
 
   // Eager policy watches: the configured inbound ports and the admin port, held for the proxy's life.
-  const eager: WatchHandle<PortPolicy>[] = [];
+  const eager: WatchHandle<InboundPortPolicy>[] = [];
   for (const p of new Set([...config.inboundPorts, config.adminListen.port || Ports.proxyAdmin])) {
     eager.push(discovery.inbound.subscribe(p));
   }
@@ -90,6 +94,25 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     log("error", `identity client failed to start: ${(e as Error).message}`)
   );
 
+  // Aborted when draining starts, so kept-alive HTTP connections close after their current request.
+  const drain = new AbortController();
+  const inboundHttp = new InboundHttp({
+    drain: drain.signal,
+    metrics: httpMetrics,
+    connectTimeoutMs: config.inboundConnectTimeoutMs,
+    log,
+  });
+  const outboundHttp = new OutboundHttp({
+    drain: drain.signal,
+    discovery,
+    tls,
+    metrics: httpMetrics,
+    connectTimeoutMs: config.outboundConnectTimeoutMs,
+    discoveryTimeoutMs: 3000,
+    idleMs: Math.max(config.outboundDiscoveryIdleTimeoutMs, 10_000),
+    localIps: new Set(config.inboundIps ?? []),
+    log,
+  });
   const inbound = new Inbound({
     inboundPort: config.inboundListen.port,
     defaultPolicy: config.inboundDefaultPolicy,
@@ -102,6 +125,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     origDst: deps.origDst,
     tls,
     metrics,
+    http: inboundHttp,
     tracker,
     log,
   });
@@ -113,7 +137,9 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     ]),
     connectTimeoutMs: config.outboundConnectTimeoutMs,
     discoveryTimeoutMs: 3000,
+    detectTimeoutMs: config.outboundDetectTimeoutMs,
     discovery,
+    http: outboundHttp,
     origDst: deps.origDst,
     tls,
     metrics,
@@ -163,9 +189,12 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
         `shutting down (${reason}): draining ${tracker.size} connection(s) for up to ${config.shutdownGracePeriodMs}ms`,
       );
       await Promise.all(listeners.map((l) => l.close()));
+      drain.abort();
       const clean = await tracker.drain(config.shutdownGracePeriodMs);
       if (!clean) log("warn", "grace period over: closed the remaining connections");
       for (const h of eager) h.release();
+      inboundHttp.close();
+      outboundHttp.close();
       discovery.close();
       abort.abort();
       await admin.finished.catch(() => {});

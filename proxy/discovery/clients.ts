@@ -16,6 +16,7 @@ import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
 import { compileServer, type PortPolicy } from "../inbound/authorize.ts";
+import { compileHttpServer, type HttpServerPolicy } from "../inbound/http_authorize.ts";
 import { controlChannelOptions, controlCredentials, controlTarget, runStream } from "./control_client.ts";
 import { SharedWatch, type SharedWatchOptions } from "./shared_watch.ts";
 
@@ -33,6 +34,17 @@ export interface DiscoveryOptions {
   inboundIdleMs: number;
   outboundIdleMs: number;
   onEvent?: SharedWatchOptions<unknown, unknown, unknown>["onEvent"];
+}
+
+/**
+ * A port's Server policy, compiled once per update for both uses: connection-level authorization
+ * (opaque/TCP) and per-route HTTP authorization.
+ */
+export type InboundPortPolicy = PortPolicy & { readonly http: HttpServerPolicy };
+
+/** Both compiled forms of a Server; throws (keeping the previous state) when either is invalid. */
+export function compileInboundPort(s: Server): InboundPortPolicy {
+  return { ...compileServer(s), http: compileHttpServer(s) };
 }
 
 /** Endpoints of one Destination.Get path, by `ip:port`. */
@@ -68,7 +80,7 @@ export function reduceDestination(prev: EndpointSet | undefined, u: Update): End
 }
 
 export class Discovery {
-  readonly inbound: SharedWatch<number, Server, PortPolicy>;
+  readonly inbound: SharedWatch<number, Server, InboundPortPolicy>;
   readonly outbound: SharedWatch<{ ip: string; port: number }, OutboundPolicy, OutboundPolicy>;
   readonly destination: SharedWatch<string, Update, EndpointSet>;
   /** Keyed by `ip:port` of the original destination, as the proxy asks (each message replaces the last). */
@@ -97,7 +109,7 @@ export class Discovery {
       keyOf: (port) => String(port),
       open: (port, signal, on) =>
         runStream(policyClient.watchPort({ workload: o.workload, port }), signal, on),
-      reduce: (_prev, msg) => compileServer(msg),
+      reduce: (_prev, msg) => compileInboundPort(msg),
       terminalCodes: NO_RETRY,
       idleMs: o.inboundIdleMs,
       backoff: o.backoff,

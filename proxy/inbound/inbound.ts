@@ -4,13 +4,20 @@
  * policy; connections addressed to 4143 itself are the "direct" mesh path, which requires mTLS
  * with a client identity and a transport header naming the real port. Allowed connections are
  * forwarded to 127.0.0.1:<port>.
+ *
+ * HTTP: unless the port is opaque (or `tls`), the first bytes are detected (a transport header's
+ * session protocol, or an http2/grpc port, says it without detection); HTTP connections go to the
+ * HTTP stack, which authorizes per request and route. Everything else is authorized per
+ * connection and forwarded as TCP.
  */
 import type * as net from "node:net";
 import { parseTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
 import type { Header } from "../../proto/gen/transport_header.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import type { Cidr } from "../config/parse.ts";
-import type { Discovery } from "../discovery/clients.ts";
+import type { Discovery, InboundPortPolicy } from "../discovery/clients.ts";
+import { DetectError, detectProtocol } from "../http/detect.ts";
+import type { InboundHttp } from "../http/inbound_stack.ts";
 import type { Log } from "../log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";
@@ -20,7 +27,8 @@ import { forward } from "../transport/forward.ts";
 import { normalizeIp, type OrigDst } from "../transport/orig_dst.ts";
 import { peek } from "../transport/peek.ts";
 import { type MeshTls, MeshTlsError } from "../transport/tls.ts";
-import { authorize, defaultPolicy, type PortPolicy } from "./authorize.ts";
+import { authorize, defaultPolicy } from "./authorize.ts";
+import { httpServerFromPort } from "./http_authorize.ts";
 
 export interface InboundOptions {
   inboundPort: number;
@@ -35,6 +43,8 @@ export interface InboundOptions {
   origDst: OrigDst;
   tls: MeshTls;
   metrics: TcpMetrics;
+  /** The HTTP stack for connections detected (or declared) as HTTP. */
+  http: InboundHttp;
   tracker: ConnTracker;
   log: Log;
 }
@@ -69,12 +79,25 @@ async function readHeader(sock: net.Socket, timeoutMs: number): Promise<Header> 
 
 export class Inbound {
   #o: InboundOptions;
+  /** Default policies (opaque / not), compiled once. */
+  #defaults: [InboundPortPolicy | undefined, InboundPortPolicy | undefined] = [undefined, undefined];
 
   constructor(o: InboundOptions) {
     this.#o = o;
   }
 
-  async #policy(port: number): Promise<PortPolicy> {
+  #default(port: number): InboundPortPolicy {
+    const opaque = this.#o.opaquePorts.has(port);
+    const i = opaque ? 1 : 0;
+    let d = this.#defaults[i];
+    if (!d) {
+      const p = defaultPolicy(this.#o.defaultPolicy, this.#o.clusterNetworks, opaque);
+      d = this.#defaults[i] = { ...p, http: httpServerFromPort(p) };
+    }
+    return d;
+  }
+
+  async #policy(port: number): Promise<InboundPortPolicy> {
     const h = this.#o.discovery.inbound.subscribe(port);
     try {
       let v = h.current();
@@ -82,8 +105,7 @@ export class Inbound {
       // later connections must not each pay the wait.
       const left = h.openedAt + this.#o.policyWaitMs - Date.now();
       if (v.state === undefined && v.status === "pending" && left > 0) v = await h.ready(left);
-      return v.state ??
-        defaultPolicy(this.#o.defaultPolicy, this.#o.clusterNetworks, this.#o.opaquePorts.has(port));
+      return v.state ?? this.#default(port);
     } finally {
       h.release();
     }
@@ -118,6 +140,7 @@ export class Inbound {
     let clientTls: { clientId: string | undefined } | undefined;
     let port = dst.port;
     let target = `${dst.ip}:${dst.port}`;
+    let httpVersion: "http1" | "http2" | undefined;
 
     if (dst.port === o.inboundPort) {
       // Direct: only mutually authenticated mesh peers, which say where they are going.
@@ -159,6 +182,7 @@ export class Inbound {
         return;
       }
       port = header.port;
+      httpVersion = header.sessionProtocol?.kind?.$case;
       target = `${dst.ip}:${port}`;
       clientTls = { clientId: accepted.clientId };
     }
@@ -186,14 +210,58 @@ export class Inbound {
           return;
         }
       }
+      if (policy.protocol === "http2" || policy.protocol === "grpc") httpVersion = "http2";
+      else if (policy.protocol !== "tls") {
+        try {
+          const d = await detectProtocol(downstream, o.detectTimeoutMs);
+          if (d.timedOut) o.metrics.inboundErrors.inc({ error: "detect_timeout", target_addr: target });
+          if (d.protocol !== "opaque") httpVersion = d.protocol;
+        } catch (e) {
+          if (e instanceof DetectError) {
+            downstream.destroy();
+            return;
+          }
+          throw e;
+        }
+      }
     }
 
-    const decision = authorize(policy, { clientIp, tls: clientTls });
     const tlsLabels: Record<string, string> = clientTls?.clientId !== undefined
       ? { tls: "true", client_id: clientTls.clientId }
       : clientTls
       ? { tls: "true", client_id: "" }
       : { tls: "no_identity", no_tls_reason: "no_tls_from_remote" };
+    if (httpVersion !== undefined) {
+      // Held for the connection's life: requests read the port's policy as it is now.
+      const h = o.discovery.inbound.subscribe(port);
+      const initial = policy;
+      // Connection-level metrics for HTTP too (bytes are counted when the connection closes).
+      const conn = o.metrics.open({
+        direction: "inbound",
+        peer: "src",
+        ...tlsLabels,
+        srv_kind: policy.serverKind,
+        srv_name: policy.serverName,
+        target_addr: target,
+      });
+      try {
+        await o.http.serve(downstream, httpVersion, {
+          port,
+          targetAddr: target,
+          conn: { clientIp, tls: clientTls },
+          tls: tlsLabels,
+          policy: () => (h.current().state ?? initial).http,
+        });
+      } finally {
+        h.release();
+        conn.read(downstream.bytesRead);
+        conn.write(downstream.bytesWritten);
+        conn.close(undefined);
+        downstream.destroy();
+      }
+      return;
+    }
+    const decision = authorize(policy, { clientIp, tls: clientTls });
     const srv = { srv_kind: policy.serverKind, srv_name: policy.serverName };
     if (!decision.allow) {
       o.metrics.authzDeny.inc({

@@ -31,8 +31,8 @@ Deno.test("outbound resolve: backends from forward and balancer policies", () =>
   assert.equal(fwd?.kind, "forward");
   const balancer: OutboundPolicy = structuredClone(fallbackPolicy("10.0.0.9", 443));
   const k = balancer.protocol!.kind!;
-  if (k.$case !== "opaque") throw new Error("fixture");
-  const dist = k.value.routes[0].rules[0].backends!.kind!;
+  if (k.$case !== "detect") throw new Error("fixture");
+  const dist = k.value.opaque!.routes[0].rules[0].backends!.kind!;
   if (dist.$case !== "firstAvailable") throw new Error("fixture");
   dist.value.backends[0].backend!.kind = {
     $case: "balancer",

@@ -1,0 +1,180 @@
+/**
+ * The inbound HTTP stack: serves one accepted (possibly mesh-TLS) connection as HTTP/1 or HTTP/2
+ * and, per request, authorizes it against its route of the port's Server policy (403 / gRPC
+ * PERMISSION_DENIED, 404 for no route), replaces `l5d-client-id` with the mTLS client identity,
+ * undoes the outbound proxy's HTTP/2 upgrade (`l5d-orig-proto`), and forwards to the application
+ * on 127.0.0.1:<port> — one HTTP/1 pool and one HTTP/2 connection per port, shared by all clients.
+ * Every request is counted in the inbound HTTP metrics with its server, route and authorization.
+ */
+import type * as net from "node:net";
+import type { Duplex } from "node:stream";
+import type { Log } from "../log.ts";
+import type { ConnMeta } from "../inbound/authorize.ts";
+import {
+  denialResponse,
+  HttpAuthorizer,
+  type HttpServerPolicy,
+  type InboundDenial,
+  type InboundPermit,
+} from "../inbound/http_authorize.ts";
+import {
+  type CounterHandle,
+  type HttpMetrics,
+  type InboundScope,
+  instrumentResponse,
+  type TlsLabels,
+} from "../metrics/http_metrics.ts";
+import { connectTcp } from "../transport/connect.ts";
+import { type Rng, systemRng } from "./balance/rng.ts";
+import { setClientId } from "./client_id_header.ts";
+import { Http1Pool, serveHttp1 } from "./h1/mod.ts";
+import { Http2Connection } from "./h2/client.ts";
+import { serveHttp2 } from "./h2/server.ts";
+import { type HttpResponse, type HttpService, isGrpc } from "./message.ts";
+import { markDowngradedResponse, takeOrigProto } from "./orig_proto.ts";
+
+/** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
+const DRAIN_GRACE_MS = 10_000;
+
+export interface InboundHttpDeps {
+  metrics: HttpMetrics;
+  connectTimeoutMs: number;
+  log: Log;
+  /** Aborted when the proxy starts draining: connections finish their requests and close. */
+  drain?: AbortSignal;
+  rng?: Rng;
+}
+
+export interface InboundHttpConn {
+  /** The application port requests go to (127.0.0.1:port). */
+  port: number;
+  /** Original destination, for `target_addr`. */
+  targetAddr: string;
+  conn: ConnMeta;
+  tls: TlsLabels;
+  /** The port's current HTTP policy (read per request, so policy updates apply to open connections). */
+  policy: () => HttpServerPolicy;
+}
+
+export class InboundHttp {
+  readonly #deps: InboundHttpDeps;
+  readonly #h1 = new Map<number, Http1Pool>();
+  readonly #h2 = new Map<number, Http2Connection>();
+
+  constructor(deps: InboundHttpDeps) {
+    this.#deps = deps;
+  }
+
+  #pool(port: number): Http1Pool {
+    let p = this.#h1.get(port);
+    if (!p) {
+      const timeout = this.#deps.connectTimeoutMs;
+      p = new Http1Pool({ connect: (): Promise<Duplex> => connectTcp("127.0.0.1", port, timeout) });
+      this.#h1.set(port, p);
+    }
+    return p;
+  }
+
+  #conn(port: number): Http2Connection {
+    let c = this.#h2.get(port);
+    if (!c) {
+      const timeout = this.#deps.connectTimeoutMs;
+      c = new Http2Connection({
+        connect: () => connectTcp("127.0.0.1", port, timeout),
+        name: `127.0.0.1:${port}`,
+        connectTimeoutMs: timeout,
+        log: this.#deps.log,
+      });
+      this.#h2.set(port, c);
+    }
+    return c;
+  }
+
+  /** The per-connection service (exported for tests of the stack without sockets). */
+  service(c: InboundHttpConn): HttpService {
+    const m = this.#deps.metrics;
+    const rng = this.#deps.rng ?? systemRng;
+    const authorizer = new HttpAuthorizer(c.conn);
+    // Decisions are cached per connection and route, so their objects key the counters.
+    const counters = new WeakMap<InboundPermit | InboundDenial, CounterHandle>();
+    let scope: InboundScope | undefined;
+    let scopeServer: unknown;
+    return async (req, signal) => {
+      const grpc = isGrpc(req.headers);
+      const d = authorizer.authorize(c.policy(), req, rng);
+      if (!d.allow) {
+        let h = counters.get(d);
+        if (!h) {
+          h = d.reason === "route_not_found"
+            ? m.routeNotFound({ targetAddr: c.targetAddr, tls: c.tls, server: d.server })
+            : m.authzDeny({ targetAddr: c.targetAddr, tls: c.tls, server: d.server, route: d.route! });
+          counters.set(d, h);
+        }
+        h.inc();
+        return denialResponse(d, grpc);
+      }
+      const permit = "permit" in d ? d.permit : d;
+      let h = counters.get(permit);
+      if (!h) {
+        h = m.authzAllow({
+          targetAddr: c.targetAddr,
+          tls: c.tls,
+          server: permit.server,
+          route: permit.route,
+          authz: permit.authz,
+        });
+        counters.set(permit, h);
+      }
+      h.inc();
+      if ("response" in d) return d.response;
+      setClientId(req.headers, authorizer.clientId);
+      const orig = takeOrigProto(req);
+      if (scope === undefined || scopeServer !== permit.server) {
+        scope = m.inboundScope({ targetAddr: c.targetAddr, tls: c.tls, server: permit.server });
+        scopeServer = permit.server;
+      }
+      const rec = scope.get(req.authority, permit.route, permit.authz).start(grpc);
+      let res: HttpResponse;
+      try {
+        if (orig !== undefined) {
+          req.version = orig;
+          res = await this.#pool(c.port).request(req, signal);
+          markDowngradedResponse(res, orig);
+        } else if (req.version === "HTTP/2") {
+          res = await this.#conn(c.port).request(req, signal);
+        } else {
+          res = await this.#pool(c.port).request(req, signal);
+        }
+      } catch (e) {
+        rec.fail(e);
+        throw e;
+      }
+      return instrumentResponse(rec, res);
+    };
+  }
+
+  /** Serves the connection until it closes. */
+  async serve(sock: net.Socket, version: "http1" | "http2", c: InboundHttpConn): Promise<void> {
+    const svc = this.service(c);
+    const drain = this.#deps.drain;
+    if (version === "http2") {
+      const conn = serveHttp2(sock, svc, { log: this.#deps.log });
+      const onDrain = () => void conn.close(DRAIN_GRACE_MS);
+      drain?.addEventListener("abort", onDrain, { once: true });
+      await conn.closed;
+      drain?.removeEventListener("abort", onDrain);
+    } else {
+      await serveHttp1(sock, svc, {
+        signal: drain,
+        onError: (e) => this.#deps.log("debug", `inbound http ${c.targetAddr}: ${e.message}`),
+      });
+    }
+  }
+
+  close(): void {
+    for (const p of this.#h1.values()) p.close();
+    for (const c of this.#h2.values()) c.close(1000).catch(() => {});
+    this.#h1.clear();
+    this.#h2.clear();
+  }
+}
