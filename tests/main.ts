@@ -7,7 +7,8 @@
  *   deno task test --no-checks  skip fmt/lint/type/generated-code checks
  *
  * The cluster tier uses the cluster in KUBECONFIG when set, otherwise starts the local one
- * (tests/cluster). Under CI (CI=true) an unavailable cluster is a failure, not a skip.
+ * (tests/cluster), and deploys the mesh onto it first (the e2e tests need it). Under CI
+ * (CI=true) an unavailable cluster is a failure, not a skip.
  */
 import { addOutcome, countJunit, emptyOutcome, type Outcome } from "./lib/junit.ts";
 
@@ -31,9 +32,9 @@ async function run(cmd: string, argv: string[], env?: Record<string, string>): P
   return (await child.status).code;
 }
 
-async function check(name: string, cmd: string, argv: string[]): Promise<void> {
+async function check(name: string, cmd: string, argv: string[], env?: Record<string, string>): Promise<void> {
   log(`check: ${name}`);
-  const code = await run(cmd, argv);
+  const code = await run(cmd, argv, env);
   if (code === 0) total.passed++;
   else {
     total.failed++;
@@ -122,6 +123,10 @@ if (!onlyUnit) {
       } else total.skipped += clusterFiles.length;
     } else {
       log(`cluster: using KUBECONFIG=${env.KUBECONFIG}`);
+      // The end-to-end tests need the mesh on the cluster: deploy it (idempotent; it rebuilds and
+      // loads the image only when the code changed). A failed deploy is one failure, and the
+      // e2e tests then fail with their own message.
+      await check("mesh deployed (deno task deploy)", deno, ["run", "-A", "manifests/main.ts", "deploy"], env);
       addOutcome(total, await denoTest("cluster", clusterFiles, env));
     }
   }
