@@ -5,7 +5,13 @@
 // Images: localhost/weft:dev (Deno + project code + npm cache + iptables), localhost/pause:weft (the sandbox
 // image containerd starts for every pod), localhost/coredns:weft (cluster DNS).
 //
-// CLI: `deno run -A images/build.ts [--cache DIR]` builds all three and prints the archive paths.
+// The weft image runs as any UID (root for init, 2102 for the proxy, 2103 for the control plane, whatever an app
+// picks) with a read-only root filesystem: everything is owned by root and world-readable, and Deno's caches
+// (npm packages and transpiled modules of every entry point) are baked in, so `--cached-only` never downloads.
+// Its commands (`weft-proxy`, `weft-init`, `weft-await`, `weft-control <component>`) are symlinks to one small
+// static launcher (images/launcher) that execs Deno with the right entry point; the image has no shell.
+//
+// CLI: `deno run -A images/build.ts [--cache DIR] [--only weft,pause,coredns]` builds and prints the archive paths.
 
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,16 +27,37 @@ const DENO_DIR_IN_IMAGE = "/deno-dir";
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-/** Entry points whose dependencies are cached into the image; the ones that exist are used. */
+/**
+ * Entry points whose dependencies and transpiled modules are cached into the image; the ones that exist are
+ * used. control/main.ts imports its component by a computed path, so each component is listed too.
+ */
 const ENTRY_POINTS = [
   "control/main.ts",
+  "control/destination/main.ts",
+  "control/policy/main.ts",
+  "control/identity/main.ts",
+  "control/injector/main.ts",
+  "control/validator/main.ts",
+  "control/injector/await.ts",
   "proxy/main.ts",
   "init/main.ts",
-  "tests/cluster/demo/server.ts",
-  "tests/cluster/demo/webhook.ts",
 ];
+/** Directories of apps that pods run (demo and test workloads): each non-test .ts file is an entry point. */
+const APP_DIRS = ["tests/cluster/demo", "tests/demo/apps", "tests/e2e/apps"];
 /** Project paths copied into the image. */
-const APP_PATHS = ["deno.json", "deno.lock", "proto", "control", "proxy", "init", "tests/cluster/demo"];
+const APP_PATHS = ["deno.json", "deno.lock", "proto", "control", "proxy", "init", ...APP_DIRS];
+
+/** The image's commands, each a symlink to the launcher (see images/launcher/main.go for what each runs). */
+export const IMAGE_COMMANDS = ["weft-proxy", "weft-init", "weft-await", "weft-control"] as const;
+const LAUNCHER = "/usr/local/bin/weft-launcher";
+
+/** Users the image knows by name (the proxy's UID is the injector's default; the control plane runs as 2103). */
+const USERS = [
+  { name: "root", uid: 0, home: "/root" },
+  { name: "weft-proxy", uid: 2102, home: "/" },
+  { name: "weft", uid: 2103, home: "/" },
+  { name: "nobody", uid: 65534, home: "/nonexistent" },
+];
 
 export interface BuiltImage {
   name: string;
@@ -41,6 +68,7 @@ export interface BuiltImage {
 }
 
 export type ImageKey = "pause" | "coredns" | "weft";
+const IMAGE_KEYS: readonly ImageKey[] = ["pause", "coredns", "weft"];
 
 export interface BuildOptions {
   cacheDir: string;
@@ -241,12 +269,7 @@ async function buildImage(
 }
 
 async function buildPause(opts: BuildOptions): Promise<BuiltImage> {
-  const src = join(HERE, "pause");
-  const bin = join(opts.cacheDir, "pause-bin");
-  await run("/usr/local/go/bin/go", ["build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."], {
-    cwd: src,
-    env: { CGO_ENABLED: "0", GOFLAGS: "-mod=mod -buildvcs=false" },
-  });
+  const bin = await goBuild(opts, "pause", "pause-bin");
   const hash = await sha256File(bin);
   return await buildImage(opts, "pause", PAUSE_IMAGE, hash, { entrypoint: ["/pause"] }, async (rootfs) => {
     await copyHost(rootfs, bin, "/pause");
@@ -261,24 +284,87 @@ async function buildCoreDns(opts: BuildOptions): Promise<BuiltImage> {
   });
 }
 
-const IPTABLES_TOOLS = [
-  "iptables",
-  "iptables-save",
-  "iptables-restore",
-  "ip6tables",
-  "ip6tables-save",
-  "ip6tables-restore",
-];
+const IPTABLES_TOOLS = ["iptables", "ip6tables"].flatMap((t) =>
+  ["", "-save", "-restore"].flatMap((what) => [`${t}${what}`, `${t}-nft${what}`])
+);
+
+/** Builds a static Go binary from images/<dir> into the cache; returns its path. */
+async function goBuild(opts: BuildOptions, dir: string, out: string): Promise<string> {
+  const bin = join(opts.cacheDir, out);
+  await run("/usr/local/go/bin/go", ["build", "-trimpath", "-ldflags=-s -w", "-o", bin, "."], {
+    cwd: join(HERE, dir),
+    env: { CGO_ENABLED: "0", GOFLAGS: "-mod=mod -buildvcs=false" },
+  });
+  return bin;
+}
+
+/** Every existing entry point, relative to the repository. */
+async function entryPoints(): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of ENTRY_POINTS) if (await exists(join(REPO, e))) out.push(e);
+  for (const d of APP_DIRS) {
+    if (!(await exists(join(REPO, d)))) continue;
+    for await (const f of walk(join(REPO, d))) {
+      const rel = relative(REPO, f);
+      if (rel.endsWith(".ts") && shipped(rel)) out.push(rel);
+    }
+  }
+  return out;
+}
+
+/**
+ * Transpiles every entry point inside the staged root filesystem (chroot, private mount namespace), so the
+ * emit cache is keyed by the paths the modules have in the image (/app/...): a pod then starts without
+ * transpiling anything. The chroot has no resolver configuration, so this also proves that the image needs
+ * nothing from the network; `--frozen` that the lockfile is complete.
+ */
+async function warmEmitCache(rootfs: string, entries: string[]) {
+  for (const d of ["dev", "proc"]) await Deno.mkdir(join(rootfs, d), { recursive: true });
+  const script = [
+    "set -e",
+    'mount --rbind /dev "$ROOTFS/dev"',
+    'mount -t proc proc "$ROOTFS/proc"',
+    'exec chroot "$ROOTFS" "$@"',
+  ].join("\n");
+  const cmd = [
+    "/usr/local/bin/deno",
+    "cache",
+    "--frozen",
+    `--config=${APP_DIR}/deno.json`,
+    ...entries.map((e) => `${APP_DIR}/${e}`),
+  ];
+  const out = await new Deno.Command("unshare", {
+    args: ["--mount", "--propagation", "private", "--fork", "--", "/bin/sh", "-c", script, "sh", ...cmd],
+    clearEnv: true,
+    env: {
+      ROOTFS: rootfs,
+      PATH: "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      DENO_DIR: DENO_DIR_IN_IMAGE,
+      DENO_NO_UPDATE_CHECK: "1",
+      HOME: "/root",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(
+      `deno cache inside the image failed (a dependency is not cached?): ${
+        new TextDecoder().decode(out.stderr).trim().split("\n").slice(-15).join("\n")
+      }`,
+    );
+  }
+}
 
 async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
   const deno = Deno.execPath();
   const multi = "/usr/sbin/xtables-nft-multi";
   const versions = await run("dpkg-query", ["-W", "iptables", "libc6", "libnftnl11", "libmnl0"]);
-  const entries: string[] = [];
-  for (const e of ENTRY_POINTS) if (await exists(join(REPO, e))) entries.push(e);
-  const hash = await hashTree(REPO, [...APP_PATHS, "images/build.ts"], [
+  const entries = await entryPoints();
+  const launcher = await goBuild(opts, "launcher", "launcher-bin");
+  const hash = await hashTree(REPO, [...APP_PATHS, "images/build.ts", "images/launcher"], [
     Deno.version.deno,
     await sha256File(deno),
+    await sha256File(launcher),
     versions,
     ...entries,
   ]);
@@ -291,7 +377,10 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
   return await buildImage(opts, "weft", WEFT_IMAGE, hash, cfg, async (rootfs) => {
     // Deno and iptables are dynamically linked against the host's glibc: ship exactly the libraries they load.
     await copyHost(rootfs, deno, "/usr/local/bin/deno");
+    await copyHost(rootfs, launcher, LAUNCHER);
+    for (const c of IMAGE_COMMANDS) await Deno.symlink("weft-launcher", join(rootfs, "usr/local/bin", c));
     await copyHost(rootfs, multi);
+    // init calls the backend-qualified names (iptables-nft-save ...); the plain names serve people debugging.
     for (const t of IPTABLES_TOOLS) await Deno.symlink("xtables-nft-multi", join(rootfs, "usr/sbin", t));
     const libs = new Set([...(await libsOf(deno)), ...(await libsOf(multi))]);
     for (const l of libs) await copyHost(rootfs, l);
@@ -301,8 +390,11 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
       if (await exists(f)) await copyHost(rootfs, f);
     }
     await Deno.mkdir(join(rootfs, "etc"), { recursive: true });
-    await Deno.writeTextFile(join(rootfs, "etc/passwd"), "root:x:0:0:root:/root:/bin/false\n");
-    await Deno.writeTextFile(join(rootfs, "etc/group"), "root:x:0:\n");
+    await Deno.writeTextFile(
+      join(rootfs, "etc/passwd"),
+      USERS.map((u) => `${u.name}:x:${u.uid}:${u.uid}:${u.name}:${u.home}:/bin/false\n`).join(""),
+    );
+    await Deno.writeTextFile(join(rootfs, "etc/group"), USERS.map((u) => `${u.name}:x:${u.uid}:\n`).join(""));
     await Deno.writeTextFile(join(rootfs, "etc/nsswitch.conf"), "hosts: files dns\n");
     for (const d of ["tmp", "root", "run", "var/run"]) await Deno.mkdir(join(rootfs, d), { recursive: true });
     await Deno.chmod(join(rootfs, "tmp"), 0o1777);
@@ -324,17 +416,29 @@ async function buildWeft(opts: BuildOptions): Promise<BuiltImage> {
     // into a DENO_DIR kept across builds on the host, then ship a copy.
     const denoDir = join(opts.cacheDir, "deno-dir");
     if (entries.length > 0) {
-      opts.log(`image ${WEFT_IMAGE}: deno cache ${entries.join(" ")}`);
+      opts.log(`image ${WEFT_IMAGE}: deno cache (${entries.length} entry points)`);
       await run(deno, ["cache", ...entries], {
         cwd: app,
         env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
       });
     }
-    await run("cp", ["-a", denoDir, join(rootfs, DENO_DIR_IN_IMAGE)]);
+    const imageDenoDir = join(rootfs, DENO_DIR_IN_IMAGE);
+    await run("cp", ["-a", denoDir, imageDenoDir]);
+    // The host's emit cache is keyed by host paths: useless in the image, so it is replaced by one made inside.
+    await Deno.remove(join(imageDenoDir, "gen"), { recursive: true }).catch(() => {});
+    if (entries.length > 0 && Deno.uid() === 0) await warmEmitCache(rootfs, entries);
+    else if (entries.length > 0) {
+      opts.log(`image ${WEFT_IMAGE}: not root, so modules are transpiled at pod start`);
+    }
+    // Readable (and directories searchable) by every UID a container may run as.
+    await run("chmod", ["-R", "a+rX,go-w", app, imageDenoDir]);
   });
 }
 
-/** Builds every image the cluster needs (only those whose inputs changed). */
+/**
+ * Builds every image the cluster needs (only those whose inputs changed). Holds an exclusive lock on the cache
+ * directory, so a `deploy` and a `cluster:up` started together take turns instead of sharing a staging tree.
+ */
 export async function buildImages(opts: BuildOptions): Promise<BuiltImage[]> {
   await Deno.mkdir(join(opts.cacheDir, "deno-dir"), { recursive: true });
   const builders: Record<ImageKey, (o: BuildOptions) => Promise<BuiltImage>> = {
@@ -342,9 +446,15 @@ export async function buildImages(opts: BuildOptions): Promise<BuiltImage[]> {
     coredns: buildCoreDns,
     weft: buildWeft,
   };
-  const out: BuiltImage[] = [];
-  for (const key of opts.only ?? (["pause", "coredns", "weft"] as const)) out.push(await builders[key](opts));
-  return out;
+  const lock = await Deno.open(join(opts.cacheDir, ".build.lock"), { create: true, write: true });
+  try {
+    await lock.lock(true);
+    const out: BuiltImage[] = [];
+    for (const key of opts.only ?? IMAGE_KEYS) out.push(await builders[key](opts));
+    return out;
+  } finally {
+    lock.close();
+  }
 }
 
 /**
@@ -369,8 +479,13 @@ if (import.meta.main) {
   const cacheDir = i >= 0 ? Deno.args[i + 1] : "/var/cache/weft/images";
   const j = Deno.args.indexOf("--coredns");
   const corednsBinary = j >= 0 ? Deno.args[j + 1] : "/var/cache/weft/cluster/coredns-v1.14.7/coredns";
+  const k = Deno.args.indexOf("--only");
+  const only = k >= 0 ? Deno.args[k + 1].split(",") as ImageKey[] : undefined;
+  for (const key of only ?? []) {
+    if (!IMAGE_KEYS.includes(key)) throw new Error(`--only: "${key}" is not one of ${IMAGE_KEYS.join(", ")}`);
+  }
   await Deno.mkdir(cacheDir, { recursive: true });
-  for (const img of await buildImages({ cacheDir, corednsBinary, log: console.log })) {
+  for (const img of await buildImages({ cacheDir, corednsBinary, log: console.log, only })) {
     console.log(`${img.name} ${img.digest} ${img.archive}${img.rebuilt ? " (rebuilt)" : ""}`);
   }
 }

@@ -1,0 +1,3 @@
+module weft.local/images/launcher
+
+go 1.24.0

@@ -1,0 +1,267 @@
+/**
+ * `deno run -A manifests/main.ts <deploy|undeploy|check|render> [flags]` (deno tasks `deploy`,
+ * `undeploy`, `check:mesh`). The only module here that reads the environment and arguments.
+ */
+import { stringify } from "yaml";
+import { WEFT_IMAGE } from "../images/build.ts";
+import { parseDuration } from "../control/identity/duration.ts";
+import {
+  createIdentity,
+  createWebhookCa,
+  type IdentityMaterial,
+  issueServingCert,
+  serviceDnsNames,
+} from "./certs.ts";
+import { formatResult, runChecks } from "./check.ts";
+import { CONTROL_PLANE_DIR, deploy } from "./deploy.ts";
+import { type Manifest } from "./kinds.ts";
+import { Kube } from "./kube.ts";
+import { Progress } from "./progress.ts";
+import {
+  CLUSTER_DOMAIN,
+  identityObjects,
+  loadDir,
+  NAMESPACE,
+  type PullPolicy,
+  renderControlPlane,
+  TRUST_DOMAIN,
+  WEBHOOK_CERTS,
+  webhookObjects,
+} from "./render.ts";
+import type { TargetFlags } from "./target.ts";
+import { undeploy } from "./undeploy.ts";
+
+export const USAGE =
+  `usage: deno task deploy | undeploy | check:mesh [flags]   (manifests/main.ts deploy|undeploy|check|render)
+
+deploy     build and load the image, apply CRDs, certificates and the control plane, wait until it is ready
+  --kubeconfig=PATH              default: $KUBECONFIG, else ~/.kube/config
+  --kind[=CLUSTER]               load the image into a kind cluster (automatic for kind-* kubeconfig clusters)
+  --containerd=SOCKET            import the image into this containerd (automatic for the local cluster)
+  --no-image-load --image=REF    use an image the nodes pull (with --image-pull-policy=IfNotPresent)
+  --image-pull-policy=Never|IfNotPresent|Always
+  --trust-anchors=PEM --issuer-cert=PEM --issuer-key=PEM
+                                 install this trust anchor bundle and issuer (default: keep what the
+                                 cluster has, else create them; a created anchor is saved in --certs-dir)
+  --certs-dir=DIR                default: ~/.local/state/weft/<api-server>
+  --timeout=5m
+undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
+  --kubeconfig=PATH --keep-crds --timeout=5m
+check      health of the control plane, webhooks, certificates and proxies; exit 1 on a failure
+  --kubeconfig=PATH --threshold=60d   (a certificate expiring within the threshold fails)
+render     print the rendered control plane as YAML (throwaway certificates, Secrets redacted)
+  --image=REF --image-pull-policy=... --native-sidecar=true|false`;
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+export interface ParsedArgs {
+  command: "deploy" | "undeploy" | "check" | "render";
+  kubeconfig: string;
+  image: string;
+  imagePullPolicy: PullPolicy;
+  target: TargetFlags;
+  identityFiles?: { anchors: string; issuerCert: string; issuerKey: string };
+  certsDir?: string;
+  timeoutMs: number;
+  thresholdMs: number;
+  keepCrds: boolean;
+  nativeSidecars: boolean;
+}
+
+const FLAGS: Record<ParsedArgs["command"], string[]> = {
+  deploy: [
+    "kubeconfig",
+    "kind",
+    "containerd",
+    "no-image-load",
+    "image",
+    "image-pull-policy",
+    "trust-anchors",
+    "issuer-cert",
+    "issuer-key",
+    "certs-dir",
+    "timeout",
+  ],
+  undeploy: ["kubeconfig", "keep-crds", "timeout"],
+  check: ["kubeconfig", "threshold"],
+  render: ["image", "image-pull-policy", "native-sidecar"],
+};
+const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind"]);
+
+export function parseArgs(args: string[], env: Record<string, string | undefined>): ParsedArgs {
+  const [command, ...rest] = args;
+  if (!command || !(command in FLAGS)) {
+    throw new UsageError(`unknown command "${command ?? ""}"`);
+  }
+  const cmd = command as ParsedArgs["command"];
+  const f = new Map<string, string | true>();
+  for (const a of rest) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
+    if (!m) throw new UsageError(`${cmd}: unexpected argument "${a}" (flags look like --name=value)`);
+    if (!FLAGS[cmd].includes(m[1])) throw new UsageError(`${cmd}: unknown flag --${m[1]}`);
+    if (m[2] === undefined && !BOOLEAN.has(m[1])) {
+      throw new UsageError(`${cmd}: --${m[1]} needs a value (--${m[1]}=...)`);
+    }
+    f.set(m[1], m[2] ?? true);
+  }
+  const str = (k: string) => {
+    const v = f.get(k);
+    return typeof v === "string" ? v : undefined;
+  };
+  const bool = (k: string) => {
+    const v = f.get(k);
+    if (v === undefined) return false;
+    if (v === true || v === "true") return true;
+    if (v === "false") return false;
+    throw new UsageError(`--${k}: "${v}" is not true or false`);
+  };
+  const noLoad = bool("no-image-load");
+  const pull = str("image-pull-policy") ?? (noLoad ? "IfNotPresent" : "Never");
+  if (!["Never", "IfNotPresent", "Always"].includes(pull)) {
+    throw new UsageError(`--image-pull-policy: "${pull}" is not Never, IfNotPresent or Always`);
+  }
+  const ids = ["trust-anchors", "issuer-cert", "issuer-key"].map(str);
+  if (ids.some((x) => x !== undefined) && ids.some((x) => x === undefined)) {
+    throw new UsageError("--trust-anchors, --issuer-cert and --issuer-key go together");
+  }
+  const kind = f.get("kind");
+  const kubeconfig = str("kubeconfig") ?? (env.KUBECONFIG?.split(":")[0] || `${env.HOME ?? ""}/.kube/config`);
+  const duration = (k: string, d: string) => {
+    try {
+      return parseDuration(str(k) ?? d, `--${k}`);
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  };
+  return {
+    command: cmd,
+    kubeconfig,
+    image: str("image") ?? WEFT_IMAGE,
+    imagePullPolicy: pull as PullPolicy,
+    target: {
+      ...(kind !== undefined ? { kind: kind === true ? true : kind } : {}),
+      ...(str("containerd") ? { containerd: str("containerd") } : {}),
+      noImageLoad: noLoad,
+    },
+    identityFiles: ids[0] ? { anchors: ids[0], issuerCert: ids[1]!, issuerKey: ids[2]! } : undefined,
+    certsDir: str("certs-dir"),
+    timeoutMs: duration("timeout", "5m"),
+    thresholdMs: duration("threshold", "60d"),
+    keepCrds: bool("keep-crds"),
+    nativeSidecars: str("native-sidecar") !== "false",
+  };
+}
+
+/** ~/.local/state/weft/<host>_<port>: per API server, so two clusters never share an anchor key. */
+export function defaultCertsDir(server: string, env: Record<string, string | undefined>): string {
+  const u = new URL(server);
+  const base = env.XDG_STATE_HOME || `${env.HOME ?? "."}/.local/state`;
+  return `${base}/weft/${u.hostname}_${u.port || (u.protocol === "https:" ? "443" : "80")}`;
+}
+
+async function readIdentity(files: NonNullable<ParsedArgs["identityFiles"]>): Promise<IdentityMaterial> {
+  const read = async (p: string, flag: string) => {
+    try {
+      return await Deno.readTextFile(p);
+    } catch (e) {
+      throw new UsageError(`--${flag}=${p}: ${(e as Error).message}`);
+    }
+  };
+  return {
+    anchorsPem: await read(files.anchors, "trust-anchors"),
+    issuer: {
+      certPem: await read(files.issuerCert, "issuer-cert"),
+      keyPem: await read(files.issuerKey, "issuer-key"),
+    },
+  };
+}
+
+/** For `render`: the control plane with throwaway certificates, Secrets' data redacted. */
+async function render(a: ParsedArgs): Promise<string> {
+  const now = Date.now();
+  const id = await createIdentity({ namespace: NAMESPACE, trustDomain: TRUST_DOMAIN, now });
+  const ca = await createWebhookCa(NAMESPACE, now);
+  const serving = Object.fromEntries(
+    await Promise.all(WEBHOOK_CERTS.map(async (w) => [
+      w.secret,
+      await issueServingCert(ca, serviceDnsNames([...w.services], NAMESPACE, CLUSTER_DOMAIN), now),
+    ])),
+  );
+  const docs = await loadDir(CONTROL_PLANE_DIR);
+  const objects: Manifest[] = [
+    ...docs.filter((d) => d.kind === "Namespace"),
+    ...identityObjects(id.material),
+    ...webhookObjects(ca, serving),
+    ...await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), {
+      image: a.image,
+      imagePullPolicy: a.imagePullPolicy,
+      trustAnchorsPem: id.material.anchorsPem,
+      nativeSidecars: a.nativeSidecars,
+      webhookCaPem: ca.certPem,
+    }),
+  ];
+  for (const o of objects) {
+    if (o.kind === "Secret") {
+      o.data = Object.fromEntries(Object.keys(o.data as object).map((k) => [k, "<redacted>"]));
+    }
+  }
+  return objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n");
+}
+
+export async function main(args: string[]): Promise<number> {
+  let a: ParsedArgs;
+  try {
+    a = parseArgs(args, Deno.env.toObject());
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`${e.message}\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    if (a.command === "render") {
+      console.log(await render(a));
+      return 0;
+    }
+    const kube = Kube.fromFile(a.kubeconfig);
+    if (a.command === "check") {
+      const results = await runChecks({
+        kube,
+        thresholdMs: a.thresholdMs,
+        onResult: (r) => console.log(formatResult(r)),
+      });
+      const failed = results.filter((r) => r.outcome === "fail").length;
+      const warned = results.filter((r) => r.outcome === "warn").length;
+      console.log(
+        failed
+          ? `check:mesh: ${failed} of ${results.length} checks failed`
+          : `check:mesh: all ${results.length} checks passed${warned ? ` (${warned} warnings)` : ""}`,
+      );
+      return failed ? 1 : 0;
+    }
+    const progress = new Progress();
+    if (a.command === "undeploy") {
+      progress.note(`weft undeploy from ${kube.server} (context ${kube.context})`);
+      await undeploy({ kube, keepCrds: a.keepCrds, timeoutMs: a.timeoutMs, progress });
+      return 0;
+    }
+    progress.note(`weft deploy to ${kube.server} (context ${kube.context})`);
+    await deploy({
+      kube,
+      image: a.image,
+      imagePullPolicy: a.imagePullPolicy,
+      target: a.target,
+      given: a.identityFiles ? await readIdentity(a.identityFiles) : undefined,
+      certsDir: a.certsDir ?? defaultCertsDir(kube.server, Deno.env.toObject()),
+      timeoutMs: a.timeoutMs,
+      progress,
+    });
+    return 0;
+  } catch (e) {
+    console.error(`\n${a.command}: ${(e as Error).message}`);
+    return e instanceof UsageError ? 2 : 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,135 @@
+/**
+ * How the image gets to the cluster's nodes: imported into the local cluster's containerd, loaded
+ * into a kind cluster, or not at all (an image the nodes pull from a registry). The choice is pure
+ * (`chooseTarget`, from flags and facts about the machine); `loadImage` does it.
+ */
+import { buildImages, type BuiltImage, importImages, WEFT_IMAGE } from "../images/build.ts";
+import { API_URL as LOCAL_API_URL, CONTAINERD_SOCKET, IMAGE_CACHE } from "../tests/cluster/config.ts";
+
+export type ImageTarget =
+  | { kind: "containerd"; socket: string; why: string }
+  | { kind: "kind"; cluster: string; why: string }
+  | { kind: "none"; why: string };
+
+export interface TargetFacts {
+  /** The API server URL of the kubeconfig's current cluster. */
+  server: string;
+  /** Name of the kubeconfig's current cluster (kind names them `kind-<cluster>`). */
+  clusterName: string;
+  /** Whether a file exists (the local cluster's containerd socket). */
+  exists: (path: string) => boolean;
+  /** Whether the `kind` command and a Docker engine answer. */
+  kindAvailable: () => Promise<string | undefined>;
+}
+
+export interface TargetFlags {
+  /** `--kind` (true) or `--kind=<cluster>`. */
+  kind?: string | true;
+  containerd?: string;
+  noImageLoad?: boolean;
+}
+
+export class TargetError extends Error {
+  override name = "TargetError";
+}
+
+const KIND_HELP =
+  "install kind and start Docker, or pass --image=<ref> --no-image-load for an image the nodes can pull";
+
+export async function chooseTarget(flags: TargetFlags, facts: TargetFacts): Promise<ImageTarget> {
+  if (flags.noImageLoad) return { kind: "none", why: "--no-image-load" };
+  if (flags.containerd) {
+    if (!facts.exists(flags.containerd)) {
+      throw new TargetError(`--containerd=${flags.containerd}: no such socket on this machine`);
+    }
+    return { kind: "containerd", socket: flags.containerd, why: "--containerd" };
+  }
+  const kindName = facts.clusterName.startsWith("kind-") ? facts.clusterName.slice(5) : undefined;
+  if (flags.kind !== undefined || kindName !== undefined) {
+    const cluster = typeof flags.kind === "string" ? flags.kind : kindName ?? "weft";
+    const why = flags.kind !== undefined ? "--kind" : `kubeconfig cluster "${facts.clusterName}"`;
+    const missing = await facts.kindAvailable();
+    if (missing) throw new TargetError(`${why} needs kind, but ${missing}: ${KIND_HELP}`);
+    return { kind: "kind", cluster, why };
+  }
+  if (facts.server === LOCAL_API_URL && facts.exists(CONTAINERD_SOCKET)) {
+    return { kind: "containerd", socket: CONTAINERD_SOCKET, why: "the local cluster (tests/cluster)" };
+  }
+  throw new TargetError(
+    `cannot tell how to get the image into the cluster at ${facts.server}: it is neither the local cluster ` +
+      `(${LOCAL_API_URL}) nor a kind cluster. Pass --kind[=<name>] for kind, --containerd=<socket> for a ` +
+      `node's containerd on this machine, or --image=<ref> --no-image-load for an image in a registry`,
+  );
+}
+
+async function ok(cmd: string, args: string[]): Promise<boolean> {
+  try {
+    const out = await new Deno.Command(cmd, { args, stdout: "null", stderr: "null" }).output();
+    return out.success;
+  } catch {
+    return false;
+  }
+}
+
+/** Why kind cannot be used here, or undefined when it can. */
+export async function kindAvailable(): Promise<string | undefined> {
+  if (!(await ok("kind", ["version"]))) return "the `kind` command is not installed";
+  if (!(await ok("docker", ["info"]))) return "no Docker engine answers `docker info`";
+  return undefined;
+}
+
+export interface LoadedImage {
+  name: string;
+  digest?: string;
+  /** What was done, for the progress display. */
+  detail: string;
+}
+
+/** Builds the weft image (only when its inputs changed) and puts it where the nodes find it. */
+export async function loadImage(
+  target: ImageTarget,
+  image: string,
+  log: (s: string) => void,
+): Promise<LoadedImage> {
+  if (target.kind === "none") {
+    return { name: image, detail: `not loaded (${target.why}); nodes pull ${image}` };
+  }
+  if (image !== WEFT_IMAGE) {
+    throw new TargetError(
+      `--image=${image}: deploy builds and loads ${WEFT_IMAGE}; use --no-image-load for others`,
+    );
+  }
+  await Deno.mkdir(IMAGE_CACHE, { recursive: true });
+  const [img]: BuiltImage[] = await buildImages({
+    cacheDir: IMAGE_CACHE,
+    corednsBinary: "",
+    only: ["weft"],
+    log,
+  });
+  const built = img.rebuilt ? "built" : "up to date";
+  if (target.kind === "containerd") {
+    let imported = false;
+    await importImages([img], target.socket, (s) => {
+      imported = true;
+      log(s);
+    });
+    return {
+      name: img.name,
+      digest: img.digest,
+      detail: `${built}, ${imported ? "imported into" : "already in"} containerd (${target.why})`,
+    };
+  }
+  const out = await new Deno.Command("kind", {
+    args: ["load", "image-archive", img.archive, "--name", target.cluster],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new TargetError(`kind load image-archive: ${new TextDecoder().decode(out.stderr).trim()}`);
+  }
+  return {
+    name: img.name,
+    digest: img.digest,
+    detail: `${built}, loaded into kind cluster ${target.cluster}`,
+  };
+}
