@@ -126,7 +126,12 @@ if (!onlyUnit) {
       // The end-to-end tests need the mesh on the cluster: deploy it (idempotent; it rebuilds and
       // loads the image only when the code changed). A failed deploy is one failure, and the
       // e2e tests then fail with their own message.
-      await check("mesh deployed (deno task deploy)", deno, ["run", "-A", "manifests/main.ts", "deploy"], env);
+      await check(
+        "mesh deployed (deno task deploy)",
+        deno,
+        ["run", "-A", "manifests/main.ts", "deploy"],
+        env,
+      );
       addOutcome(total, await denoTest("cluster", clusterFiles, env));
     }
   }
