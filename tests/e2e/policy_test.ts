@@ -2,7 +2,8 @@
 // refuses another meshed client; a Server with no authorization refuses everyone.
 import assert from "node:assert/strict";
 import { apply, inNamespace, requireMesh, waitForReadyPods } from "./lib/kube.ts";
-import { waitForMetric } from "./lib/mesh.ts";
+import { proxyMetrics } from "./lib/mesh.ts";
+import { sum } from "./lib/prom.ts";
 import { type Answer, APP_PORT, appManifest, byPod, fetchFrom, identityOf } from "./lib/workloads.ts";
 import { waitFor } from "./lib/wait.ts";
 
@@ -64,14 +65,21 @@ Deno.test({
       }, { timeoutMs: 60_000, intervalMs: 1000, describe: () => JSON.stringify(byPod(last)) });
       assert.deepEqual(byPod(await fetchFrom(good.status.podIP, target, 3)), ok, "the authorized client");
 
-      await waitForMetric(backend.status.podIP, "inbound_tcp_authz_deny_total", {
-        srv_name: "backend-http",
-        client_id: identityOf("bad", ns),
-      }, 1);
-      await waitForMetric(backend.status.podIP, "inbound_tcp_authz_allow_total", {
-        srv_name: "backend-http",
-        client_id: identityOf("good", ns),
-      }, 1);
+      // Refusals are counted per connection for TCP and per request once the proxy speaks HTTP.
+      const counted = (kind: "allow" | "deny", sa: string) => async () => {
+        const m = await proxyMetrics(backend.status.podIP);
+        const labels = { srv_name: "backend-http", client_id: identityOf(sa, ns) };
+        return sum(m, `inbound_tcp_authz_${kind}_total`, labels) +
+            sum(m, `inbound_http_authz_${kind}_total`, labels) >= 1;
+      };
+      await waitFor("the refusal of the wrong client to be counted", counted("deny", "bad"), {
+        timeoutMs: 30_000,
+        intervalMs: 1000,
+      });
+      await waitFor("the authorized client to be counted", counted("allow", "good"), {
+        timeoutMs: 30_000,
+        intervalMs: 1000,
+      });
     });
   },
 });
