@@ -109,7 +109,9 @@ export function serviceReport(
     r.proxyNote = `no proxy metrics from the ${spec.name} pods${why ? ` (${why})` : ""}: not meshed`;
   } else {
     const fromCaller: Match = { direction: "inbound", tls: "true", client_id: spec.callerIdentity };
-    const hasHttp = withProxy.some((p) => after.get(p)!.proxy!.some((s) => s.name === "response_total"));
+    // A raw TCP service is judged by its connections; HTTP and gRPC by the proxies' request metrics.
+    const hasHttp = spec.protocol !== "TCP" &&
+      withProxy.some((p) => after.get(p)!.proxy!.some((s) => s.name === "response_total"));
     if (hasHttp) {
       let requests = 0, successes = 0;
       let lat = new Map<number, number>();
@@ -168,21 +170,24 @@ export function serviceReport(
       });
     }
     r.tcp = tcp;
-    if (tcp.readBytes === 0 || tcp.writeBytes === 0) {
+    // HTTP connections between proxies are long-lived and multiplexed (their bytes are counted when they
+    // close), so for HTTP the mTLS evidence is the request metrics' peer identities.
+    const httpFromCaller = (r.http?.requests ?? 0) > 0;
+    if (!httpFromCaller && (tcp.readBytes === 0 || tcp.writeBytes === 0)) {
       r.problems.push(
         `no mTLS bytes both ways from ${spec.callerIdentity} in the ${spec.name} proxies' metrics`,
       );
     }
     const outbound = callers.some((c) =>
       (after.get(c)?.proxy ?? []).some((s) =>
-        s.name === "tcp_open_total" && s.labels.direction === "outbound" && s.labels.tls === "true" &&
-        s.labels.server_id === spec.serverIdentity
+        (s.name === "tcp_open_total" || s.name === "request_total") && s.labels.direction === "outbound" &&
+        s.labels.tls === "true" && s.labels.server_id === spec.serverIdentity
       )
     );
     r.mtls = {
       callerId: spec.callerIdentity,
       serverId: spec.serverIdentity,
-      inboundFromCaller: tcp.readBytes > 0,
+      inboundFromCaller: httpFromCaller || tcp.readBytes > 0,
       outboundToServer: outbound,
     };
     if (!outbound) {
