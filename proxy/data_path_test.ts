@@ -14,6 +14,7 @@ import { createTestCa } from "./testing/certs.ts";
 import { meshedEndpoint, TestControlPlane } from "./testing/control_plane.ts";
 import { denoForUid, PodNetwork } from "./testing/netns.ts";
 import { startProxy, startRelay } from "./testing/mesh_pods.ts";
+import { metric, until } from "./testing/poll.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("data path tests skipped: network namespaces and iptables need root");
@@ -61,33 +62,6 @@ function onlyIdentity(name: string, id: string): Server["authorizations"][number
     labels: {},
     metadata: { kind: { $case: "default", value: name } },
   };
-}
-
-/** Sums the samples of `name` whose labels include all of `want`. */
-function metric(text: string, name: string, want: Record<string, string>): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(want).every(([k, v]) => line.includes(`${k}="${v}"`))) {
-      sum += Number(line.split(" ").pop());
-    }
-  }
-  return sum;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
 async function dumpLogs(dir: string): Promise<void> {

@@ -24,6 +24,7 @@ import { denoForUid, PodNetwork } from "./testing/netns.ts";
 import { msDuration } from "./http/route/duration.ts";
 import type { HttpRouteMatch } from "../proto/gen/http_route.ts";
 import { adminGet, applyInit, denoRun, startProxy, startRelay, waitForLine } from "./testing/mesh_pods.ts";
+import { metric, until } from "./testing/poll.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("HTTP data path tests skipped: network namespaces and iptables need root");
@@ -96,33 +97,6 @@ function grpcServer(name: string, authorizations: Authz[]): Server {
     authorizations,
     labels: { group: "policy.linkerd.io", kind: "server", name },
   };
-}
-
-/** Sums the samples of `name` whose labels include all of `want`. */
-function metric(text: string, name: string, want: Record<string, string>): number {
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(want).every(([k, v]) => line.includes(`${k}="${v}"`))) {
-      sum += Number(line.split(" ").pop());
-    }
-  }
-  return sum;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${last}` : ""}`);
 }
 
 type Load = {
