@@ -407,8 +407,11 @@ Deno.test({
     })) || failed;
 
     failed = !(await t.step("a service without endpoints answers 503", async () => {
+      const before = metric(await metrics("a"), "outbound_http_errors_total", { error: "failfast" });
       const r = await load({ url: `http://${B.ip}:7005/`, n: 1 });
       assert.equal(r.first.status, 503, JSON.stringify(r));
+      const after = metric(await metrics("a"), "outbound_http_errors_total", { error: "failfast" });
+      assert.equal(after - before, 1, "the proxy counts the request it failed itself");
     })) || failed;
 
     failed = !(await t.step(

@@ -57,13 +57,18 @@ export function addrKey(ip: string, port: number): string {
 export function reduceDestination(prev: EndpointSet | undefined, u: Update): EndpointSet {
   const next: EndpointSet = { exists: prev?.exists ?? true, endpoints: new Map(prev?.endpoints) };
   switch (u.update?.$case) {
-    case "add":
+    case "add": {
+      // Set-level labels (namespace, service, …) apply to every address; an address's own win.
+      const set = u.update.value.metricLabels;
+      const hasSet = Object.keys(set).length > 0;
       for (const a of u.update.value.addrs) {
         if (!a.addr?.ip) continue;
-        next.endpoints.set(addrKey(fromIpAddress(a.addr.ip), a.addr.port), a);
+        const ep = hasSet ? { ...a, metricLabels: { ...set, ...a.metricLabels } } : a;
+        next.endpoints.set(addrKey(fromIpAddress(a.addr.ip), a.addr.port), ep);
       }
       next.exists = true;
       break;
+    }
     case "remove":
       for (const a of u.update.value.addrs) {
         if (a.ip) next.endpoints.delete(addrKey(fromIpAddress(a.ip), a.port));

@@ -19,6 +19,7 @@ import {
 } from "../inbound/http_authorize.ts";
 import {
   type CounterHandle,
+  httpErrorKind,
   type HttpMetrics,
   type InboundScope,
   instrumentResponse,
@@ -155,7 +156,14 @@ export class InboundHttp {
 
   /** Serves the connection until it closes. */
   async serve(sock: net.Socket, version: "http1" | "http2", c: InboundHttpConn): Promise<void> {
-    const svc = this.service(c);
+    const inner = this.service(c);
+    // Requests the proxy fails itself (e.g. the application refused the connection) are counted here.
+    const m = this.#deps.metrics;
+    const svc: HttpService = (req, signal) =>
+      inner(req, signal).catch((e) => {
+        m.inboundError(httpErrorKind(e)).inc();
+        throw e;
+      });
     const drain = this.#deps.drain;
     if (version === "http2") {
       const conn = serveHttp2(sock, svc, { log: this.#deps.log });

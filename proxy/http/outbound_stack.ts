@@ -17,7 +17,12 @@ import type { Clock } from "../../proto/support/clock.ts";
 import { addrKey, type Discovery, type EndpointSet } from "../discovery/clients.ts";
 import type { WatchHandle } from "../discovery/shared_watch.ts";
 import type { Log } from "../log.ts";
-import { type HttpMetrics, instrumentResponse, type RouteMetrics } from "../metrics/http_metrics.ts";
+import {
+  httpErrorKind,
+  type HttpMetrics,
+  instrumentResponse,
+  type RouteMetrics,
+} from "../metrics/http_metrics.ts";
 import type { ResponseClassifier } from "../metrics/response_class.ts";
 import { endpointTarget, type Target } from "../outbound/resolve.ts";
 import type { SocketAddr } from "../transport/orig_dst.ts";
@@ -477,16 +482,24 @@ export class OutboundHttp {
     if (svc.idleTimer !== undefined) clearTimeout(svc.idleTimer);
     svc.idleTimer = undefined;
     svc.refs++;
+    // Requests the proxy fails itself are counted at the edge, where they become a status.
+    const m = this.#deps.metrics;
+    const inner = svc.service;
+    const service: HttpService = (req, signal) =>
+      inner(req, signal).catch((e) => {
+        m.outboundError(httpErrorKind(e)).inc();
+        throw e;
+      });
     try {
       const drain = this.#deps.drain;
       if (protocol === "http2") {
-        const conn = serveHttp2(sock, svc.service, { log: this.#deps.log });
+        const conn = serveHttp2(sock, service, { log: this.#deps.log });
         const onDrain = () => void conn.close(DRAIN_GRACE_MS);
         drain?.addEventListener("abort", onDrain, { once: true });
         await conn.closed;
         drain?.removeEventListener("abort", onDrain);
       } else {
-        await serveHttp1(sock, svc.service, {
+        await serveHttp1(sock, service, {
           signal: drain,
           onError: (e) => this.#deps.log("debug", `outbound http ${key}: ${e.message}`),
         });

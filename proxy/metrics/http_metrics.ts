@@ -614,6 +614,34 @@ export const HTTP_ERROR_KIND = {
   unexpected: "unexpected",
 } as const;
 
+/**
+ * The `error` label for a request the proxy itself failed (Linkerd's spellings): failfast and
+ * load shedding from the balancer queue, response timeouts, refusals, I/O to the peer, else
+ * unexpected.
+ */
+export function httpErrorKind(e: unknown): string {
+  const reason = (e as { reason?: unknown })?.reason;
+  switch (reason) {
+    case "failfast":
+    case "no_endpoints":
+      return HTTP_ERROR_KIND.failfast;
+    case "queue_full":
+      return HTTP_ERROR_KIND.loadshed;
+    case "timeout":
+      return HTTP_ERROR_KIND.responseTimeout;
+    case "unauthorized":
+      return HTTP_ERROR_KIND.unauthorized;
+    case "connect_failed":
+    case "connection_lost":
+    case "reset":
+    case "refused":
+    case "closed":
+      return HTTP_ERROR_KIND.io;
+    default:
+      return (e as { status?: unknown })?.status === 502 ? HTTP_ERROR_KIND.io : HTTP_ERROR_KIND.unexpected;
+  }
+}
+
 export interface HttpMetricsOptions {
   /** Monotonic milliseconds (default `performance.now`). */
   now?: () => number;

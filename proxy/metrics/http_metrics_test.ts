@@ -1,3 +1,5 @@
+import { httpErrorKind } from "./http_metrics.ts";
+import { HttpError as ProxyHttpError } from "../http/message.ts";
 import assert from "node:assert/strict";
 import { Registry } from "prom-client";
 import { bytesBody, HeaderList, HttpError, type HttpRequest, type HttpResponse } from "../http/message.ts";
@@ -390,4 +392,12 @@ Deno.test("label values are escaped in the exposition", async () => {
   const { m, scrape } = setup();
   m.outbound({ authority: 'a"b\\c', targetAddr: "10.0.0.1:80", tls: OUT_TLS }).start(false);
   assert.match((await scrape("request_total"))[0], /authority="a\\"b\\\\c"/);
+});
+
+Deno.test("httpErrorKind: the proxy's own failures get Linkerd's error labels", () => {
+  assert.equal(httpErrorKind(new ProxyHttpError(503, "no endpoints", "no_endpoints")), "failfast");
+  assert.equal(httpErrorKind(new ProxyHttpError(503, "queue", "queue_full")), "loadshed");
+  assert.equal(httpErrorKind(new ProxyHttpError(504, "slow", "timeout", 4)), "response timeout");
+  assert.equal(httpErrorKind(new ProxyHttpError(502, "refused", "connect_failed", 14)), "i/o");
+  assert.equal(httpErrorKind(new Error("boom")), "unexpected");
 });
