@@ -61,6 +61,11 @@ export function createCertifyClient(
     client = new IdentityClient(target, creds, {
       "grpc.ssl_target_name_override": name,
       "grpc.default_authority": name,
+      // The identity pod can be replaced: re-resolve soon after a failure and keep reconnects quick,
+      // rather than staying on a dead address for grpc-js's default two-minute backoff.
+      "grpc.dns_min_time_between_resolutions_ms": 1000,
+      "grpc.initial_reconnect_backoff_ms": 200,
+      "grpc.max_reconnect_backoff_ms": 5000,
     });
   }
   return {

@@ -16,6 +16,9 @@ import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
 import { verifyCertifyResponse } from "./verify_response.ts";
 import type { x509 } from "../../proto/support/x509.ts";
 
+/** Longest wait between attempts before the first certificate. */
+export const FIRST_CERT_MAX_BACKOFF_MS = 5000;
+
 export interface ProxyIdentityDeps {
   store: CertStore;
   registry?: Registry;
@@ -115,6 +118,10 @@ export class ProxyIdentity {
       if (current) {
         // Never wait past the current certificate's expiry, and not past the normal schedule.
         delay = Math.min(delay, Math.max(this.config.backoff.minMs, current.expiresAt.getTime() - now));
+      } else {
+        // Without a first certificate the pod serves nothing: keep retrying briskly (e.g. while the
+        // identity controller is being replaced) instead of backing off for a minute.
+        delay = Math.min(delay, Math.max(this.config.backoff.minMs, FIRST_CERT_MAX_BACKOFF_MS));
       }
       this.nextRefreshAt = now + delay;
       this.#log(

@@ -5,7 +5,7 @@ import { Registry } from "prom-client";
 import { CertStore, type TlsCredentials } from "./cert_store.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
-import { ProxyIdentity } from "./proxy_identity.ts";
+import { FIRST_CERT_MAX_BACKOFF_MS, ProxyIdentity } from "./proxy_identity.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 const A = "sa-a.ns-a.serviceaccount.identity.linkerd.cluster.local";
@@ -229,6 +229,45 @@ Deno.test("over TLS (non-loopback name) the proxy checks the identity server's c
   } finally {
     for (const s of sockets) s.destroy();
     await new Promise((r) => tlsServer ? tlsServer.close(r) : r(undefined));
+    await srv.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("before the first certificate, retries stay brisk (capped backoff) until the identity service answers", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "weft-proxy-identity-first-" });
+  const srv = await startIdentityServer(dir, ["tok-a=ns-a/sa-a"], "1h");
+  const tokenFile = `${dir}/token`;
+  const clock = new FakeClock(Date.now());
+  const store = new CertStore();
+  const identity = new ProxyIdentity(
+    config({ svcAddr: `127.0.0.1:${srv.port}`, trustAnchorsPem: srv.anchorsPem, tokenFile }),
+    { store, registry: new Registry(), clock, random: () => 0.5, log: () => {} },
+  );
+  const ctl = new AbortController();
+  const running = identity.run(ctl.signal);
+  try {
+    // No token yet: every attempt fails. Uncapped, the 10th wait would be 51.2 s.
+    let failures = 0;
+    for (let i = 1; i <= 10; i++) {
+      await until(
+        `failure ${i}`,
+        () => identity.nextRefreshAt !== undefined && identity.lastError !== undefined,
+      );
+      const wait = identity.nextRefreshAt! - clock.now();
+      assert.ok(wait <= FIRST_CERT_MAX_BACKOFF_MS, `attempt ${i} waits ${wait}ms`);
+      failures++;
+      identity.lastError = undefined;
+      clock.advance(wait);
+    }
+    assert.equal(failures, 10);
+    await Deno.writeTextFile(tokenFile, "tok-a");
+    clock.advance(FIRST_CERT_MAX_BACKOFF_MS);
+    await store.ready;
+    assert.equal(store.current()?.localName, A);
+  } finally {
+    ctl.abort();
+    await running;
     await srv.close();
     await Deno.remove(dir, { recursive: true });
   }
