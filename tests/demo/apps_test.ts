@@ -6,11 +6,25 @@ import { waitFor } from "../e2e/lib/wait.ts";
 
 const APPS = new URL("./apps/", import.meta.url).pathname;
 
+/**
+ * A port that is free now, chosen below the kernel's ephemeral range (32768+): a port from
+ * `listen(0)` is released before the app binds it, and in the meantime any outgoing connection on
+ * the machine may take it (seen in CI as AddrInUse).
+ */
+const taken = new Set<number>();
 function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
+  for (let i = 0; i < 1000; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    if (taken.has(port)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+    } catch {
+      continue;
+    }
+    taken.add(port);
+    return port;
+  }
+  throw new Error("no free port in 20000-29999");
 }
 
 function start(file: string, env: Record<string, string>): Deno.ChildProcess {
