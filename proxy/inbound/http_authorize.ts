@@ -15,19 +15,12 @@
  * request. A route's decision depends only on the connection, so it is computed once per
  * connection and route and reused; an allowed request costs a route lookup and no allocation.
  */
-import type { GrpcRoute, HttpRoute, Server } from "../../proto/gen/inbound.ts";
+import type { HttpRoute, Server } from "../../proto/gen/inbound.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 import { preciseClock } from "../http/balance/clock.ts";
 import type { Rng } from "../http/balance/rng.ts";
 import { grpcErrorResponse, type HttpRequest, type HttpResponse, textResponse } from "../http/message.ts";
-import {
-  compileHeaderModifier,
-  GrpcFailure,
-  HttpFailure,
-  Redirect,
-  type RequestFilter,
-  RouteFilters,
-} from "../http/route/filters.ts";
+import { compileGrpcFilters, compileHttpFilters, RouteFilters } from "../http/route/filters.ts";
 import { compileGrpcMatch, GRPC_MATCH_ALL } from "../http/route/grpc_match.ts";
 import { compileHostMatch, compileHttpMatch, MATCH_ALL, type Matcher } from "../http/route/http_match.ts";
 import { type LocalRateLimit, localRateLimit } from "../http/route/local_rate_limit.ts";
@@ -108,34 +101,6 @@ function serverRef(p: PortPolicy, labels: Record<string, string> | undefined): P
   return { group: labels?.["group"] ?? "policy.linkerd.io", kind: p.serverKind, name: p.serverName };
 }
 
-function httpFilters(filters: HttpRoute["rules"][number]["filters"], what: string): RouteFilters {
-  const req: RequestFilter[] = [];
-  filters.forEach((f, i) => {
-    const w = `${what} filter ${i}`;
-    const k = f.kind;
-    if (k?.$case === "requestHeaderModifier") {
-      req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
-    } else if (k?.$case === "redirect") req.push({ kind: "redirect", redirect: new Redirect(k.value, w) });
-    else if (k?.$case === "failureInjector") req.push({ kind: "fail", failure: new HttpFailure(k.value, w) });
-    else req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
-  });
-  return new RouteFilters(req, [], false);
-}
-
-function grpcFilters(filters: GrpcRoute["rules"][number]["filters"], what: string): RouteFilters {
-  const req: RequestFilter[] = [];
-  filters.forEach((f, i) => {
-    const w = `${what} filter ${i}`;
-    const k = f.kind;
-    if (k?.$case === "requestHeaderModifier") {
-      req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
-    } else if (k?.$case === "failureInjector") {
-      req.push({ kind: "fail", failure: new GrpcFailure(k.value, w) });
-    } else req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
-  });
-  return new RouteFilters(req, [], true);
-}
-
 function routePolicy(base: PortPolicy, routeAuthz: PortPolicy["authorizations"]): PortPolicy {
   return { ...base, authorizations: [...routeAuthz, ...base.authorizations] };
 }
@@ -208,7 +173,7 @@ export function compileHttpServer(s: Server, clock: Clock = preciseClock): HttpS
               ref: ref(meta),
               meta,
               authz,
-              filters: grpcFilters(rule.filters, `${what} rule ${i}`),
+              filters: compileGrpcFilters(rule.filters, `${what} rule ${i}`),
             },
           })),
         };
@@ -237,7 +202,7 @@ export function compileHttpServer(s: Server, clock: Clock = preciseClock): HttpS
             ref: ref(meta),
             meta,
             authz,
-            filters: httpFilters(rule.filters, `${what} rule ${i}`),
+            filters: compileHttpFilters(rule.filters, `${what} rule ${i}`),
           },
         })),
       };

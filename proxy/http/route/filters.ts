@@ -7,6 +7,8 @@
 import type { HttpFailureInjector, RequestRedirect } from "../../../proto/gen/http_route.ts";
 import type { GrpcFailureInjector } from "../../../proto/gen/grpc_route.ts";
 import type { Headers as ProtoHeaders } from "../../../proto/gen/http_types.ts";
+// The outbound filter kinds are a superset of the inbound ones, so one compiler serves both.
+import type { GrpcRoute_Filter, HttpRoute_Filter } from "../../../proto/gen/outbound.ts";
 import type { Rng } from "../balance/rng.ts";
 import {
   grpcErrorResponse,
@@ -273,3 +275,47 @@ export class RouteFilters {
 }
 
 export const NO_FILTERS = new RouteFilters([], [], false);
+
+/** Compiles an HTTPRoute rule's filters (outbound and inbound policy share these kinds). */
+export function compileHttpFilters(fs: HttpRoute_Filter[], what: string): RouteFilters {
+  const req: RequestFilter[] = [];
+  const res: HeaderModifier[] = [];
+  fs.forEach((f, i) => {
+    const w = `${what} filter ${i}`;
+    const k = f.kind;
+    switch (k?.$case) {
+      case "requestHeaderModifier":
+        req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
+        break;
+      case "responseHeaderModifier":
+        res.push(compileHeaderModifier(k.value, w));
+        break;
+      case "redirect":
+        req.push({ kind: "redirect", redirect: new Redirect(k.value, w) });
+        break;
+      case "failureInjector":
+        req.push({ kind: "fail", failure: new HttpFailure(k.value, w) });
+        break;
+      default:
+        req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
+    }
+  });
+  return new RouteFilters(req, res, false);
+}
+
+/** Compiles a GRPCRoute rule's filters. */
+export function compileGrpcFilters(fs: GrpcRoute_Filter[], what: string): RouteFilters {
+  const req: RequestFilter[] = [];
+  fs.forEach((f, i) => {
+    const w = `${what} filter ${i}`;
+    const k = f.kind;
+    if (k?.$case === "requestHeaderModifier") {
+      req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
+    } else if (k?.$case === "failureInjector") {
+      req.push({ kind: "fail", failure: new GrpcFailure(k.value, w) });
+    } else {
+      req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
+    }
+  });
+  return new RouteFilters(req, [], true);
+}

@@ -29,15 +29,7 @@ import type { RequestPlan } from "../retry/execute.ts";
 import { grpcRetryPolicy, httpRetryPolicy } from "../retry/policy.ts";
 import { routeTimeouts } from "../retry/timeouts.ts";
 import { durationMs } from "./duration.ts";
-import {
-  compileHeaderModifier,
-  GrpcFailure,
-  type HeaderModifier,
-  HttpFailure,
-  Redirect,
-  type RequestFilter,
-  RouteFilters,
-} from "./filters.ts";
+import { compileGrpcFilters, compileHttpFilters, RouteFilters } from "./filters.ts";
 import { compileGrpcMatch, GRPC_MATCH_ALL } from "./grpc_match.ts";
 import { compileHostMatch, compileHttpMatch, MATCH_ALL } from "./http_match.ts";
 import { Distribution } from "./distribution.ts";
@@ -144,48 +136,6 @@ function compileBackend(
   return { key, meta, target, queue, filters, requestTimeoutMs: legacyTimeout };
 }
 
-function httpFilters(fs: HttpRoute_Filter[], what: string): RouteFilters {
-  const req: RequestFilter[] = [];
-  const res: HeaderModifier[] = [];
-  fs.forEach((f, i) => {
-    const w = `${what} filter ${i}`;
-    const k = f.kind;
-    switch (k?.$case) {
-      case "requestHeaderModifier":
-        req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
-        break;
-      case "responseHeaderModifier":
-        res.push(compileHeaderModifier(k.value, w));
-        break;
-      case "redirect":
-        req.push({ kind: "redirect", redirect: new Redirect(k.value, w) });
-        break;
-      case "failureInjector":
-        req.push({ kind: "fail", failure: new HttpFailure(k.value, w) });
-        break;
-      default:
-        req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
-    }
-  });
-  return new RouteFilters(req, res, false);
-}
-
-function grpcFilters(fs: GrpcRoute_Filter[], what: string): RouteFilters {
-  const req: RequestFilter[] = [];
-  fs.forEach((f, i) => {
-    const w = `${what} filter ${i}`;
-    const k = f.kind;
-    if (k?.$case === "requestHeaderModifier") {
-      req.push({ kind: "headers", modifier: compileHeaderModifier(k.value, w) });
-    } else if (k?.$case === "failureInjector") {
-      req.push({ kind: "fail", failure: new GrpcFailure(k.value, w) });
-    } else {
-      req.push({ kind: "invalid", message: `${w}: unknown filter kind` });
-    }
-  });
-  return new RouteFilters(req, [], true);
-}
-
 type AnyRule = HttpRoute["rules"][number] | GrpcRoute["rules"][number];
 type AnyRouteBackend = HttpRoute_RouteBackend | GrpcRoute_RouteBackend;
 
@@ -201,8 +151,8 @@ function distribution(
     const w = `${what} backend ${i}`;
     if (!rb) throw new RouteConfigError(`${w} is missing`);
     const filters = grpc
-      ? grpcFilters(rb.filters as GrpcRoute_Filter[], w)
-      : httpFilters(rb.filters as HttpRoute_Filter[], w);
+      ? compileGrpcFilters(rb.filters as GrpcRoute_Filter[], w)
+      : compileHttpFilters(rb.filters as HttpRoute_Filter[], w);
     const legacy = durationMs(rb.requestTimeout, `${w} requestTimeout`);
     const b = compileBackend(rb.backend, filters, legacy, w);
     if (!all.has(b.key)) all.set(b.key, b);
@@ -250,7 +200,7 @@ function compileHttpRoutes(
             policy: {
               route,
               grpc: false,
-              filters: httpFilters(rule.filters, w),
+              filters: compileHttpFilters(rule.filters, w),
               backends: distribution(rule, false, w, all),
               plan: {
                 timeouts: routeTimeouts(rule.timeouts, rule.requestTimeout, w),
@@ -285,7 +235,7 @@ function compileGrpcRoutes(
             policy: {
               route,
               grpc: true,
-              filters: grpcFilters(rule.filters, w),
+              filters: compileGrpcFilters(rule.filters, w),
               backends: distribution(rule, true, w, all),
               plan: {
                 timeouts: routeTimeouts(rule.timeouts, rule.requestTimeout, w),
