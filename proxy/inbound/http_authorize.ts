@@ -159,25 +159,35 @@ export function compileHttpServer(s: Server, clock: Clock = preciseClock): HttpS
   };
   const k = s.protocol!.kind!;
   try {
-    if (k.$case === "grpc") {
-      const routes = k.value.routes.map((r, index): TableRoute<InboundRoute> => {
-        const meta = routeMeta(r.metadata, `grpc route ${index}`);
-        const what = `grpc route ${meta.name}`;
+    // HTTP and gRPC routes differ only in how their matches and filters compile.
+    const compileRoutes = <M, F>(
+      routes: (Pick<HttpRoute, "metadata" | "hosts" | "authorizations"> & {
+        rules: { matches: M[]; filters: F[] }[];
+      })[],
+      kind: "http" | "grpc",
+      compileMatch: (m: M, what: string) => Matcher,
+      compileFilters: (f: F[], what: string) => RouteFilters,
+    ): TableRoute<InboundRoute>[] =>
+      routes.map((r, index) => {
+        const meta = routeMeta(r.metadata, `${kind} route ${index}`);
+        const what = `${kind} route ${meta.name}`;
         const authz = routePolicy(base, authzOf(r.authorizations, what));
         return {
           hosts: r.hosts.map((h) => compileHostMatch(h, what)),
           rules: r.rules.map((rule, i) => ({
-            matchers: rule.matches.map((m, j) => compileGrpcMatch(m, `${what} rule ${i} match ${j}`)),
+            matchers: rule.matches.map((m, j) => compileMatch(m, `${what} rule ${i} match ${j}`)),
             policy: {
               index,
               ref: ref(meta),
               meta,
               authz,
-              filters: compileGrpcFilters(rule.filters, `${what} rule ${i}`),
+              filters: compileFilters(rule.filters, `${what} rule ${i}`),
             },
           })),
         };
       });
+    if (k.$case === "grpc") {
+      const routes = compileRoutes(k.value.routes, "grpc", compileGrpcMatch, compileGrpcFilters);
       return build(base, server, true, routes, undefined);
     }
     let httpRoutes: HttpRoute[] = [];
@@ -189,24 +199,7 @@ export function compileHttpServer(s: Server, clock: Clock = preciseClock): HttpS
       httpRoutes = k.value.routes;
       limit = k.value.localRateLimit;
     }
-    const routes = httpRoutes.map((r, index): TableRoute<InboundRoute> => {
-      const meta = routeMeta(r.metadata, `http route ${index}`);
-      const what = `http route ${meta.name}`;
-      const authz = routePolicy(base, authzOf(r.authorizations, what));
-      return {
-        hosts: r.hosts.map((h) => compileHostMatch(h, what)),
-        rules: r.rules.map((rule, i) => ({
-          matchers: rule.matches.map((m, j) => compileHttpMatch(m, `${what} rule ${i} match ${j}`)),
-          policy: {
-            index,
-            ref: ref(meta),
-            meta,
-            authz,
-            filters: compileHttpFilters(rule.filters, `${what} rule ${i}`),
-          },
-        })),
-      };
-    });
+    const routes = compileRoutes(httpRoutes, "http", compileHttpMatch, compileHttpFilters);
     return build(base, server, false, routes, localRateLimit(limit, clock));
   } catch (e) {
     if (e instanceof RouteConfigError || e instanceof RangeError) {
