@@ -25,6 +25,7 @@ export interface HttpPath {
 export interface HttpBenchOptions {
   pods: PodNetwork;
   paths: HttpPath[];
+  h1: boolean;
   grpc: boolean;
   /** Seconds per fixed-rate run. */
   secs: number;
@@ -130,7 +131,8 @@ const r3 = (x: number) => Number(x.toFixed(3));
 
 export async function runHttpBench(o: HttpBenchOptions): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  const protos: ["h1" | "grpc", string, string][] = [["h1", "http1", "HTTP/1.1"]];
+  const protos: ["h1" | "grpc", string, string][] = [];
+  if (o.h1) protos.push(["h1", "http1", "HTTP/1.1"]);
   if (o.grpc) protos.push(["grpc", "grpc", "gRPC"]);
   for (const [proto, key, title] of protos) {
     for (const p of o.paths) {

@@ -39,6 +39,10 @@ const SECS = Number(Deno.env.get("BENCH_SECONDS") ?? "4");
 const RATE = Number(Deno.env.get("BENCH_RATE") ?? "400");
 const HTTP_SECS = Number(Deno.env.get("BENCH_HTTP_SECONDS") ?? "5");
 const KNEE_SECS = Number(Deno.env.get("BENCH_KNEE_SECONDS") ?? "2");
+/** For working on one part: "l4", "http1", "grpc" (comma-separated); default all. */
+const ONLY = new Set((Deno.env.get("BENCH_ONLY") ?? "l4,http1,grpc").split(",").map((s) => s.trim()));
+/** A directory for the weft proxies' V8 tick logs (`node --prof-process` reads them). */
+const PROF_DIR = Deno.env.get("BENCH_PROXY_PROF");
 const PORT = 9000;
 const H1_PORT = 9100;
 const GRPC_PORT = 9200;
@@ -251,6 +255,9 @@ try {
         inboundPorts: [PORT, H1_PORT, GRPC_PORT].join(","),
         env: { LINKERD2_PROXY_LOG: "warn" },
         logFile: `${work}/proxy-${pod}.log`,
+        v8Flags: PROF_DIR
+          ? ["--prof", "--no-logfile-per-isolate", `--logfile=${PROF_DIR}/proxy-${pod}-${Date.now()}.v8.log`]
+          : undefined,
       })
     );
     for (const pod of ["a", "b"]) {
@@ -352,7 +359,7 @@ try {
   ];
   // Warm-up: first connections pay for discovery and TLS session setup.
   for (const [, pod, target] of paths) await load(pods, pod, "rr", target, "4", "1", "64");
-  for (const [name, pod, target] of paths) {
+  for (const [name, pod, target] of ONLY.has("l4") ? paths : []) {
     const rr = await load(pods, pod, "rr", target, "16", String(SECS), "64");
     const cps = await load(pods, pod, "connect", target, "8", String(SECS));
     const tput = await load(pods, pod, "stream", target, String(SECS));
@@ -370,15 +377,17 @@ try {
         (rr.errors || cps.errors ? ` (errors: rr ${rr.errors}, connect ${cps.errors})` : ""),
     );
   }
-  const n = (k: string) => Number(result[k]);
-  result.mesh_ratio = Number((n("mesh_rps") / n("direct_rps")).toFixed(3));
-  result.mesh_added_p50_ms = Number((n("mesh_p50_ms") - n("direct_p50_ms")).toFixed(3));
-  result.mesh_added_p99_ms = Number((n("mesh_p99_ms") - n("direct_p99_ms")).toFixed(3));
-  if (reference) {
-    result.reference_ratio = Number((n("reference_rps") / n("direct_rps")).toFixed(3));
-    result.reference_added_p50_ms = Number((n("reference_p50_ms") - n("direct_p50_ms")).toFixed(3));
-    result.reference_added_p99_ms = Number((n("reference_p99_ms") - n("direct_p99_ms")).toFixed(3));
-    result.mesh_vs_reference_rps = Number((n("mesh_rps") / n("reference_rps")).toFixed(3));
+  if (ONLY.has("l4")) {
+    const n = (k: string) => Number(result[k]);
+    result.mesh_ratio = Number((n("mesh_rps") / n("direct_rps")).toFixed(3));
+    result.mesh_added_p50_ms = Number((n("mesh_p50_ms") - n("direct_p50_ms")).toFixed(3));
+    result.mesh_added_p99_ms = Number((n("mesh_p99_ms") - n("direct_p99_ms")).toFixed(3));
+    if (reference) {
+      result.reference_ratio = Number((n("reference_rps") / n("direct_rps")).toFixed(3));
+      result.reference_added_p50_ms = Number((n("reference_p50_ms") - n("direct_p50_ms")).toFixed(3));
+      result.reference_added_p99_ms = Number((n("reference_p99_ms") - n("direct_p99_ms")).toFixed(3));
+      result.mesh_vs_reference_rps = Number((n("mesh_rps") / n("reference_rps")).toFixed(3));
+    }
   }
   result.proxy_rss_mb = Number(Math.max(...await Promise.all(proxies.map((p) => rssMb(p.pid)))).toFixed(1));
   result.proxy_peak_rss_mb = Number(
@@ -431,7 +440,8 @@ try {
     await runHttpBench({
       pods,
       paths: httpPaths,
-      grpc,
+      h1: ONLY.has("http1"),
+      grpc: grpc && ONLY.has("grpc"),
       secs: HTTP_SECS,
       kneeSecs: KNEE_SECS,
       h1Connections: 16,

@@ -86,6 +86,12 @@ export interface Body {
   readonly length: number | undefined;
   /** Next chunk, or null at the end of the body. Rejects if the stream failed. */
   read(): Promise<Uint8Array | null>;
+  /**
+   * Optional fast path: the next chunk when one is already buffered (null at the end), or
+   * undefined when `read()` would have to wait. Throws where `read()` would reject. Lets writers
+   * put a head and its body into one write, and wrappers skip a promise per chunk.
+   */
+  readNow?(): Uint8Array | null | undefined;
   /** Trailing headers; meaningful only after `read()` has returned null. */
   readonly trailers: HeaderList | undefined;
   cancel(reason?: Error): void;
@@ -142,6 +148,7 @@ export class HttpError extends Error {
 export const EMPTY_BODY: Body = {
   length: 0,
   read: () => Promise.resolve(null),
+  readNow: () => null,
   trailers: undefined,
   cancel: () => {},
 };
@@ -154,6 +161,7 @@ export function bytesBody(chunks: Uint8Array[], trailers?: HeaderList): Body {
   return {
     length: trailers ? undefined : length,
     read: () => Promise.resolve(i < chunks.length ? chunks[i++] : null),
+    readNow: () => (i < chunks.length ? chunks[i++] : null),
     trailers,
     cancel: () => {
       i = chunks.length;

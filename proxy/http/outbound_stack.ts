@@ -236,6 +236,21 @@ class LeaseBody implements Body {
       this.#finish(false);
       throw e;
     }
+    return this.#seen(chunk);
+  }
+
+  readNow(): Uint8Array | null | undefined {
+    let chunk: Uint8Array | null | undefined;
+    try {
+      chunk = this.#inner.readNow?.();
+    } catch (e) {
+      this.#finish(false);
+      throw e;
+    }
+    return chunk === undefined ? undefined : this.#seen(chunk);
+  }
+
+  #seen(chunk: Uint8Array | null): Uint8Array | null {
     if (chunk === null) {
       const g = this.#inner.trailers?.get("grpc-status");
       this.#finish(this.#status < 500 && (g === undefined || g === "0"));

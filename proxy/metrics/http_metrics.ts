@@ -812,6 +812,21 @@ class RecordedBody implements Body {
       this.#rec.fail(e);
       throw e;
     }
+    return this.#seen(chunk);
+  }
+
+  readNow(): Uint8Array | null | undefined {
+    let chunk: Uint8Array | null | undefined;
+    try {
+      chunk = this.#inner.readNow?.();
+    } catch (e) {
+      this.#rec.fail(e);
+      throw e;
+    }
+    return chunk === undefined ? undefined : this.#seen(chunk);
+  }
+
+  #seen(chunk: Uint8Array | null): Uint8Array | null {
     if (chunk === null) this.#rec.end(this.#inner.trailers);
     else this.#rec.firstByte();
     return chunk;

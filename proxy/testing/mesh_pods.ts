@@ -68,6 +68,8 @@ export interface ProxyProcessOptions {
   inboundPorts: string;
   env?: Record<string, string>;
   logFile: string;
+  /** Extra V8 flags (e.g. a `--prof` log for profiling a benchmark). */
+  v8Flags?: string[];
 }
 
 /** Starts the real proxy (with the test's certificate instead of Certify) as UID 2102 in `pod`. */
@@ -102,6 +104,7 @@ export function startProxy(net: PodNetwork, o: ProxyProcessOptions): Deno.ChildP
     "run",
     "-A",
     "--cached-only",
+    ...(o.v8Flags?.length ? [`--v8-flags=${o.v8Flags.join(",")}`] : []),
     PROXY_TS,
   ];
   return net.spawn(o.pod, argv, env, o.logFile);

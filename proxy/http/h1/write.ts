@@ -8,7 +8,6 @@ import { Buffer } from "node:buffer";
 import type { Duplex } from "node:stream";
 import type { Body, HeaderList, HttpRequest } from "../message.ts";
 import { isToken } from "./head.ts";
-import { WireBody } from "./body.ts";
 
 export const FRAME_NONE = 0;
 export const FRAME_LENGTH = 1;
@@ -293,16 +292,16 @@ export async function writeMessage(
     out.flush(sock);
     return;
   }
-  const wire = body instanceof WireBody ? body : undefined;
+  const canReadNow = body.readNow !== undefined;
   const expected = frame === FRAME_LENGTH ? body.length! : -1;
   let sent = 0;
   // Bodies of unknown length may be streams that start later (gRPC, server-sent events): their
   // head goes out at once. In-memory bodies of known length join their head in one write.
-  if (wire === undefined && frame !== FRAME_LENGTH) {
+  if (!canReadNow && frame !== FRAME_LENGTH) {
     if (!out.flush(sock)) await drained(sock);
   }
   for (;;) {
-    let c: Uint8Array | null | undefined = wire !== undefined ? wire.readNow() : undefined;
+    let c: Uint8Array | null | undefined = canReadNow ? body.readNow!() : undefined;
     if (c === undefined) {
       if (out.pendingBytes > 0 && !out.flush(sock)) await drained(sock);
       c = await body.read();

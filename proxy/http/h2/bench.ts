@@ -136,7 +136,7 @@ async function load(
   await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsed = (performance.now() - start) / 1000;
   // Dropped without GOAWAY: a bare Deno 2.9.6 node:http2 server (the backend here) aborts on a
-  // GOAWAY after many streams (see goaway_guard.ts).
+  // GOAWAY after many streams.
   socket.destroy();
   const sorted = lat.subarray(0, n).sort();
   const q = (p: number) => (n === 0 ? NaN : sorted[Math.min(n - 1, Math.floor(p * n))]);

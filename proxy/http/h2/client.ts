@@ -4,23 +4,19 @@
  * server sends GOAWAY or the connection fails, the next request opens a new session while
  * streams already admitted on the old one finish there.
  *
- * Streams beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS wait inside nghttp2 until a slot
- * frees, so a burst does not fail; flow control is node:http2's, driven by how fast the response
- * body is read (see StreamBody).
+ * Streams beyond the server's SETTINGS_MAX_CONCURRENT_STREAMS wait for a free slot, so a burst
+ * does not fail; flow control is the session's, driven by how fast the response body is read.
  */
-import * as http2 from "node:http2";
 import type * as net from "node:net";
-import { type HttpRequest, type HttpResponse, isGrpc } from "../message.ts";
+import { EMPTY_BODY, type HttpRequest, type HttpResponse, isGrpc } from "../message.ts";
 import type { Log } from "../../log.ts";
 import { appendSendable, parseResponseHead } from "./headers.ts";
-import { codeName, StreamBody } from "./stream_body.ts";
+import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";
-import { resetStream } from "./reset_stream.ts";
 import { Http2ClientError } from "./errors.ts";
-import { clearStaleSecureConnecting } from "./socket_fix.ts";
-import { coalesceWrites } from "./write_coalesce.ts";
-
-const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = http2.constants;
+import { ErrorCode, errorCodeName } from "./frame.ts";
+import { H2Session, type H2Stream, type StreamFailure } from "./session.ts";
+import { checkResponse } from "./validate.ts";
 
 /** Opens the transport to the endpoint; must reject (not hang) when `signal` aborts. */
 export type Connect = (signal: AbortSignal) => Promise<net.Socket>;
@@ -31,37 +27,25 @@ export interface Http2ConnectionOptions {
   name: string;
   /** `:authority` for requests that have none. */
   defaultAuthority?: string;
-  /** Bound on connecting the transport. Default 10 s. */
+  /** Bound on connecting the transport and the SETTINGS exchange. Default 10 s. */
   connectTimeoutMs?: number;
   /** SETTINGS_INITIAL_WINDOW_SIZE for response bodies. Default 65535. */
   initialWindowSize?: number;
+  /** Connection receive window. Default 1 MiB. */
+  connectionWindow?: number;
   /** Largest response field list we accept (advertised). Default 64 KiB. */
   maxHeaderListSize?: number;
   /** Most fields in one response head. Default 200. */
   maxHeaderCount?: number;
-  /** Bound on what node:http2 buffers for one session. Default 32 MiB. */
-  maxSessionMemoryMiB?: number;
   log?: Log;
 }
 
-interface Session {
-  h2: http2.ClientHttp2Session;
-  socket: net.Socket;
-  /** Called when `active` drops to 0 (set while closing). */
-  onIdle: (() => void) | undefined;
-  /** Highest stream id the server said it may process (GOAWAY), or Infinity. */
-  lastStreamId: number;
-  active: number;
-}
-
-function ignore(): void {}
-
 export class Http2Connection {
   #opts: Http2ConnectionOptions;
-  #current: Session | undefined;
-  #connecting: Promise<Session> | undefined;
-  /** Sessions that got GOAWAY or an error but may still carry streams. */
-  #draining = new Set<Session>();
+  #current: H2Session | undefined;
+  #connecting: Promise<H2Session> | undefined;
+  /** Sessions that stopped taking new streams but may still carry some. */
+  #draining = new Set<H2Session>();
   #closed = false;
   #connectAbort = new AbortController();
 
@@ -71,22 +55,31 @@ export class Http2Connection {
 
   /** Requests in flight over all sessions. */
   get activeStreams(): number {
-    let n = this.#current?.active ?? 0;
-    for (const s of this.#draining) n += s.active;
+    let n = this.#current?.activeStreams ?? 0;
+    for (const s of this.#draining) n += s.activeStreams;
     return n;
   }
 
   /** True while a session is up and accepting new streams. */
   get connected(): boolean {
-    return this.#current !== undefined;
+    return this.#current !== undefined && this.#current.acceptingStreams;
   }
 
   /** The `HttpService` of this endpoint. */
   request = async (req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> => {
-    signal.throwIfAborted();
-    const session = await this.#session(signal);
-    signal.throwIfAborted();
-    return this.#send(session, req, signal);
+    for (;;) {
+      signal.throwIfAborted();
+      const session = await this.#session(signal);
+      // Woken callers re-check: another one may have taken the slot first.
+      while (!session.hasSlot && session.acceptingStreams) await session.waitForSlot(signal);
+      signal.throwIfAborted();
+      // The session may have gone away (GOAWAY, error) while we waited: take the next one.
+      if (!session.acceptingStreams) {
+        this.#retire(session);
+        continue;
+      }
+      return this.#send(session, req, signal);
+    }
   };
 
   /** Stops new requests, lets open streams finish for up to `graceMs`, then closes everything. */
@@ -99,12 +92,22 @@ export class Http2Connection {
     await Promise.all(all.map((s) => closeQuietly(s, graceMs)));
   }
 
-  #session(signal: AbortSignal): Promise<Session> {
+  #retire(s: H2Session): void {
+    if (this.#current === s) this.#current = undefined;
+    if (s.destroyed) return;
+    this.#draining.add(s);
+    s.closeWhenIdle();
+  }
+
+  #session(signal: AbortSignal): Promise<H2Session> {
     if (this.#closed) {
       return Promise.reject(new Http2ClientError(`${this.#opts.name}: connection closed`, "closed", true));
     }
     const cur = this.#current;
-    if (cur !== undefined) return Promise.resolve(cur);
+    if (cur !== undefined) {
+      if (cur.acceptingStreams) return Promise.resolve(cur);
+      this.#retire(cur);
+    }
     this.#connecting ??= this.#open().finally(() => (this.#connecting = undefined));
     const c = this.#connecting;
     if (signal.aborted) return Promise.reject(signal.reason);
@@ -116,7 +119,7 @@ export class Http2Connection {
     });
   }
 
-  async #open(): Promise<Session> {
+  async #open(): Promise<H2Session> {
     const o = this.#opts;
     const timeoutMs = o.connectTimeoutMs ?? 10_000;
     const signal = AbortSignal.any([this.#connectAbort.signal, AbortSignal.timeout(timeoutMs)]);
@@ -131,71 +134,53 @@ export class Http2Connection {
       socket.destroy();
       throw new Http2ClientError(`${o.name}: connection closed`, "closed", true);
     }
-    clearStaleSecureConnecting(socket);
-    coalesceWrites(socket);
-    const h2 = http2.connect(`http://${o.defaultAuthority ?? "localhost"}`, {
-      createConnection: () => socket,
-      settings: {
-        enablePush: false,
-        initialWindowSize: o.initialWindowSize ?? 65535,
-        maxHeaderListSize: o.maxHeaderListSize ?? 64 * 1024,
+    const settings = Promise.withResolvers<void>();
+    const s = new H2Session(socket, {
+      role: "client",
+      maxConcurrentStreams: 0,
+      initialWindowSize: o.initialWindowSize ?? 65535,
+      connectionWindow: o.connectionWindow ?? 1 << 20,
+      maxHeaderListSize: o.maxHeaderListSize ?? 64 * 1024,
+      maxHeaderCount: o.maxHeaderCount ?? 200,
+      log: o.log,
+      onRemoteSettings: () => settings.resolve(),
+      onGoaway: (code, last) => {
+        o.log?.("debug", `h2 client ${o.name}: GOAWAY ${errorCodeName(code)} last stream ${last}`);
+        this.#retire(s);
       },
-      maxHeaderListPairs: (o.maxHeaderCount ?? 200) + 4,
-      maxSessionMemory: o.maxSessionMemoryMiB ?? 32,
     });
-    const s: Session = { h2, socket, onIdle: undefined, lastStreamId: Infinity, active: 0 };
-    const retire = () => {
-      if (this.#current === s) this.#current = undefined;
-      if (h2.destroyed) return;
-      this.#draining.add(s);
-      // Streams the server admitted finish; then the socket is dropped (no GOAWAY: see closeQuietly).
-      if (s.active === 0) socket.destroy();
-      else s.onIdle = () => socket.destroy();
-    };
-    h2.on("error", (e: Error) => o.log?.("debug", `h2 client ${o.name}: connection error: ${e.message}`));
-    h2.on("goaway", (code: number, lastStreamId: number) => {
-      s.lastStreamId = lastStreamId;
-      o.log?.("debug", `h2 client ${o.name}: GOAWAY ${codeName(code)} last stream ${lastStreamId}`);
-      retire();
-    });
-    h2.once("close", () => {
+    s.closed.then(() => {
       if (this.#current === s) this.#current = undefined;
       this.#draining.delete(s);
+      settings.reject(new Error("connection closed"));
     });
-    // Until the server's SETTINGS arrive nghttp2 assumes 100 concurrent streams; a burst above
-    // the real limit would be refused, so new streams wait for them (one round trip, once).
-    await new Promise<void>((resolve, reject) => {
-      const fail = (why: string) => {
-        cleanup();
-        socket.destroy(); // not h2.destroy(): that sends GOAWAY (see closeQuietly)
-        reject(new Http2ClientError(`${o.name}: HTTP/2 handshake failed: ${why}`, "connect_failed", true));
-      };
-      const onSettings = () => {
-        cleanup();
-        resolve();
-      };
-      const onClose = () => fail("connection closed");
-      const onError = (e: Error) => fail(e.message);
-      const timer = setTimeout(() => fail(`no SETTINGS within ${timeoutMs}ms`), timeoutMs);
-      const cleanup = () => {
-        clearTimeout(timer);
-        h2.off("remoteSettings", onSettings);
-        h2.off("close", onClose);
-        h2.off("error", onError);
-      };
-      h2.once("remoteSettings", onSettings);
-      h2.once("close", onClose);
-      h2.once("error", onError);
-    });
+    settings.promise.catch(() => {});
+    // The server's SETTINGS (its stream limit) come before the first stream, once per connection.
+    const timer = setTimeout(
+      () => settings.reject(new Error(`no SETTINGS within ${timeoutMs}ms`)),
+      timeoutMs,
+    );
+    try {
+      await settings.promise;
+    } catch (e) {
+      s.destroy();
+      throw new Http2ClientError(
+        `${o.name}: HTTP/2 handshake failed: ${(e as Error).message}`,
+        "connect_failed",
+        true,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
     if (this.#closed) {
-      socket.destroy();
+      s.destroy();
       throw new Http2ClientError(`${o.name}: connection closed`, "closed", true);
     }
     this.#current = s;
     return s;
   }
 
-  #send(s: Session, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
+  #send(s: H2Session, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
     const name = this.#opts.name;
     const out = [":method", req.method, ":scheme", req.scheme ?? "http", ":path", req.path];
     const authority = req.authority || this.#opts.defaultAuthority;
@@ -205,15 +190,12 @@ export class Http2Connection {
     if (!hasTe && isGrpc(req.headers)) out.push("te", "trailers");
     const body = req.body;
     const empty = body.length === 0 && body.trailers === undefined;
-    let stream: http2.ClientHttp2Stream;
+    let stream: H2Stream;
     try {
-      stream = s.h2.request(out as unknown as http2.OutgoingHttpHeaders, {
-        endStream: empty,
-        waitForTrailers: !empty,
-      });
+      stream = s.request(out, empty);
     } catch (e) {
       // The session went away between picking it and using it: nothing was sent.
-      if (this.#current === s) this.#current = undefined;
+      this.#retire(s);
       body.cancel();
       return Promise.reject(
         new Http2ClientError(
@@ -223,76 +205,85 @@ export class Http2Connection {
         ),
       );
     }
-    s.active++;
-    stream.on("error", ignore);
-    if (!empty) writeBody(stream, body).catch(ignore);
+    const noBody = req.method === "HEAD";
     return new Promise<HttpResponse>((resolve, reject) => {
       let answered = false;
       const onAbort = () => {
-        resetStream(stream, NGHTTP2_CANCEL);
         if (!answered) {
           answered = true;
           reject(signal.reason);
         }
+        stream.reset(ErrorCode.CANCEL);
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      stream.once("response", (_h: unknown, flags: number, raw: string[]) => {
+      stream.onHead = (fields, endStream) => {
         if (answered) return;
+        const bad = checkResponse(fields);
+        if (bad !== undefined) {
+          answered = true;
+          stream.reset(ErrorCode.PROTOCOL_ERROR);
+          reject(new Http2ClientError(`${name}: malformed response: ${bad}`, "malformed_response", false));
+          return;
+        }
+        const head = parseResponseHead(fields);
+        if (head.status < 200 && !endStream) return; // informational: the real head follows
+        stream.headReceived = true;
         answered = true;
-        const head = parseResponseHead(raw);
-        const ended = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-        const rb = ended
-          ? new StreamBody(stream, 0, "response body", { ended: true })
-          : new StreamBody(stream, head.contentLength, `response body from ${name}`);
+        if (!noBody && head.status !== 204 && head.status !== 304 && head.contentLength !== undefined) {
+          stream.expectedLength = head.contentLength;
+        }
+        const rb = endStream ? EMPTY_BODY : new StreamBody(stream, head.contentLength);
         resolve({ status: head.status, headers: head.headers, body: rb });
-      });
-      stream.once("close", () => {
-        if (--s.active === 0) s.onIdle?.();
+      };
+      stream.onClose = (f) => {
         signal.removeEventListener("abort", onAbort);
         if (answered) return;
         answered = true;
-        reject(streamFailure(name, s, stream));
-      });
+        reject(streamFailure(name, f));
+      };
+      if (!empty) writeBody(stream, body).catch(() => {});
     });
   }
 }
 
-function streamFailure(name: string, s: Session, stream: http2.ClientHttp2Stream): Http2ClientError {
-  const code = stream.rstCode ?? 0;
-  const id = stream.id;
-  if (code === NGHTTP2_REFUSED_STREAM) {
-    return new Http2ClientError(`${name}: stream refused`, "refused", true, code);
+function streamFailure(name: string, f: StreamFailure | undefined): Http2ClientError {
+  if (f === undefined) {
+    return new Http2ClientError(`${name}: stream ended without a response`, "reset", false);
   }
-  if (id === undefined || id > s.lastStreamId) {
-    return new Http2ClientError(`${name}: GOAWAY before the stream was processed`, "refused", true, code);
+  switch (f.kind) {
+    case "refused":
+      return new Http2ClientError(
+        `${name}: stream refused (${errorCodeName(f.code)})`,
+        "refused",
+        true,
+        f.code,
+      );
+    case "connection":
+      return new Http2ClientError(
+        `${name}: connection lost before a response: ${f.message}`,
+        "connection_lost",
+        false,
+      );
+    case "reset":
+      return new Http2ClientError(
+        `${name}: stream reset before a response (${errorCodeName(f.code)})`,
+        "reset",
+        false,
+        f.code,
+      );
   }
-  if (s.h2.destroyed && code === 0) {
-    return new Http2ClientError(`${name}: connection lost before a response`, "connection_lost", false);
-  }
-  return new Http2ClientError(
-    `${name}: stream reset before a response (${codeName(code)})`,
-    "reset",
-    false,
-    code,
-  );
 }
 
 /**
- * Lets the session's streams finish (up to `graceMs`), then drops the socket without sending
- * GOAWAY: a Deno 2.9.6 node:http2 server (grpc-js included) that receives GOAWAY on a
- * connection which carried more than about a hundred streams aborts its process (see
- * goaway_guard.ts). Closing TCP without GOAWAY is allowed (RFC 9113 §5.4.1 says SHOULD).
+ * Lets the session's streams finish (up to `graceMs`), then closes the socket without sending
+ * GOAWAY: a Deno 2.9.6 node:http2 server (grpc-js included) that receives GOAWAY on a connection
+ * which carried more than about a hundred streams aborts its process. Closing TCP without GOAWAY
+ * is allowed (RFC 9113 §5.4.1 says SHOULD).
  */
-function closeQuietly(s: Session, graceMs: number): Promise<void> {
-  if (s.h2.destroyed || s.socket.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const drop = () => {
-      clearTimeout(timer);
-      s.socket.destroy();
-      resolve();
-    };
-    const timer = setTimeout(drop, graceMs);
-    if (s.active === 0) drop();
-    else s.onIdle = drop;
-  });
+async function closeQuietly(s: H2Session, graceMs: number): Promise<void> {
+  if (s.destroyed) return;
+  s.closeWhenIdle();
+  const timer = setTimeout(() => s.destroy("connection closed"), graceMs);
+  await s.closed;
+  clearTimeout(timer);
 }

@@ -172,7 +172,7 @@ Deno.test("Http2Connection: REFUSED_STREAM is safe to retry; a reset mid-body fa
     }
     stream.respond({ ":status": 200 });
     stream.write("some");
-    // destroy(error) is what makes Deno's node:http2 send RST_STREAM INTERNAL_ERROR (see reset_stream.ts).
+    // destroy(error) is what makes Deno's node:http2 send RST_STREAM INTERNAL_ERROR (see resetStream in testing.ts).
     setTimeout(() => stream.destroy(new Error("backend failed")), 20);
   });
   const conn = new Http2Connection({ connect: tcpConnect(be.port), name: "be" });

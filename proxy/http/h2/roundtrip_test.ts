@@ -4,8 +4,16 @@
  */
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
-import { resetStream } from "./reset_stream.ts";
-import { call, closeSession, concat, connectClient, pattern, startBackend, startHop } from "./testing.ts";
+import {
+  call,
+  closeSession,
+  concat,
+  connectClient,
+  pattern,
+  resetStream,
+  startBackend,
+  startHop,
+} from "./testing.ts";
 
 const { NGHTTP2_CANCEL } = http2.constants;
 

@@ -3,12 +3,11 @@
  * proxy/transport/tls.ts, possibly with peeked bytes unshifted back). Each stream becomes an
  * `HttpRequest` for the `HttpService`; the response, its body and trailers are written back.
  *
- * node:http2 (nghttp2 inside Deno) does the framing, HPACK, flow control and the protocol checks
- * of RFC 9113 §8: a malformed request (connection-specific field, upper-case name, missing or
- * repeated pseudo-header) never reaches this code; nghttp2 answers it with GOAWAY PROTOCOL_ERROR.
+ * Framing, HPACK and flow control are weft's own (session.ts). Malformed requests (RFC 9113
+ * §8.1.1: connection-specific or upper-case fields, missing or repeated pseudo-headers) are reset
+ * with PROTOCOL_ERROR before they reach the service; the connection's other streams go on.
  */
-import * as http2 from "node:http2";
-import type * as net from "node:net";
+import type { Duplex } from "node:stream";
 import {
   EMPTY_BODY,
   grpcErrorResponse,
@@ -23,19 +22,14 @@ import type { Log } from "../../log.ts";
 import { appendSendable, parseRequestHead } from "./headers.ts";
 import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";
-import { resetStream } from "./reset_stream.ts";
 import { Http2StreamReset } from "./errors.ts";
-import { clearStaleSecureConnecting } from "./socket_fix.ts";
-import { guardGoaway } from "./goaway_guard.ts";
-import { coalesceWrites } from "./write_coalesce.ts";
-
-const {
-  NGHTTP2_FLAG_END_STREAM,
-  NGHTTP2_INTERNAL_ERROR,
-} = http2.constants;
+import { ErrorCode } from "./frame.ts";
+import { H2Session, type H2Stream, type StreamFailure } from "./session.ts";
+import { checkRequest } from "./validate.ts";
+import type { HeaderListTooLarge } from "./hpack.ts";
 
 export interface Http2ServerOptions {
-  /** SETTINGS_MAX_CONCURRENT_STREAMS; streams beyond it are refused by nghttp2. Default 250. */
+  /** SETTINGS_MAX_CONCURRENT_STREAMS; streams beyond it are refused (REFUSED_STREAM). Default 250. */
   maxConcurrentStreams?: number;
   /** Largest request field list (RFC 9113 §6.5.2 size), advertised and enforced with 431. Default 16 KiB. */
   maxHeaderListSize?: number;
@@ -43,8 +37,8 @@ export interface Http2ServerOptions {
   maxHeaderCount?: number;
   /** SETTINGS_INITIAL_WINDOW_SIZE: bytes a client may send per stream before we read them. Default 65535. */
   initialWindowSize?: number;
-  /** Bound on what node:http2 buffers for the session (nghttp2 state + queued frames). Default 32 MiB. */
-  maxSessionMemoryMiB?: number;
+  /** Connection receive window. Default 1 MiB. */
+  connectionWindow?: number;
   log?: Log;
 }
 
@@ -62,87 +56,81 @@ export interface Http2ServerConnection {
 
 interface Limits {
   maxHeaderListSize: number;
+  maxHeaderCount: number;
   log: Log | undefined;
 }
 
 export function serveHttp2(
-  socket: net.Socket,
+  socket: Duplex,
   service: HttpService,
   opts: Http2ServerOptions = {},
 ): Http2ServerConnection {
-  const maxHeaderListSize = opts.maxHeaderListSize ?? 16 * 1024;
-  const limits: Limits = { maxHeaderListSize, log: opts.log };
-  clearStaleSecureConnecting(socket);
-  coalesceWrites(socket);
-  // The client's GOAWAY never reaches nghttp2 (it can abort the process, see goaway_guard.ts);
-  // it means "no more streams from me", so we close gracefully from our side instead.
-  guardGoaway(socket, true, (g) => {
-    opts.log?.("debug", `h2 server: client sent GOAWAY (code ${g.code})`);
-    if (g.code !== 0) socket.destroy();
-    else if (!session.closed && !session.destroyed) session.close();
-  });
-  const session = http2.performServerHandshake(socket, {
-    settings: {
-      maxConcurrentStreams: opts.maxConcurrentStreams ?? 250,
-      maxHeaderListSize,
-      initialWindowSize: opts.initialWindowSize ?? 65535,
-      enablePush: false,
+  const limits: Limits = {
+    maxHeaderListSize: opts.maxHeaderListSize ?? 16 * 1024,
+    maxHeaderCount: opts.maxHeaderCount ?? 200,
+    log: opts.log,
+  };
+  const session = new H2Session(socket, {
+    role: "server",
+    maxConcurrentStreams: opts.maxConcurrentStreams ?? 250,
+    initialWindowSize: opts.initialWindowSize ?? 65535,
+    connectionWindow: opts.connectionWindow ?? 1 << 20,
+    maxHeaderListSize: limits.maxHeaderListSize,
+    maxHeaderCount: limits.maxHeaderCount,
+    log: opts.log,
+    onStream: (stream, fields, endStream) => handleStream(stream, fields, endStream, service, limits),
+    onStreamTooLarge: (stream, e) => tooLarge(stream, e, limits),
+    onGoaway: (code) => {
+      // "No more streams from me": finish what is open, then close.
+      opts.log?.("debug", `h2 server: client sent GOAWAY (code ${code})`);
+      session.closeWhenIdle();
     },
-    maxHeaderListPairs: (opts.maxHeaderCount ?? 200) + 4,
-    maxSessionMemory: opts.maxSessionMemoryMiB ?? 32,
   });
-  let active = 0;
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((r) => (resolveClosed = r));
-  session.once("close", () => resolveClosed());
-  session.on("error", (e: Error) => opts.log?.("debug", `h2 server connection error: ${e.message}`));
-  session.on("stream", (stream: http2.ServerHttp2Stream, _h: unknown, flags: number, raw: string[]) => {
-    active++;
-    stream.once("close", () => active--);
-    handleStream(stream, flags, raw, service, limits);
-  });
-
   return {
-    closed,
+    closed: session.closed,
     get activeStreams() {
-      return active;
+      return session.activeStreams;
     },
     async close(graceMs: number): Promise<void> {
-      if (!session.closed && !session.destroyed) session.close();
-      const timer = setTimeout(() => {
-        if (!session.destroyed) session.destroy();
-        socket.destroy();
-      }, graceMs);
-      await closed;
+      session.goaway();
+      session.closeWhenIdle();
+      const timer = setTimeout(() => session.destroy("closed after the grace period"), graceMs);
+      await session.closed;
       clearTimeout(timer);
     },
   };
 }
 
-function ignore(): void {}
+function tooLarge(stream: H2Stream, e: HeaderListTooLarge, limits: Limits): void {
+  if (e.count > limits.maxHeaderCount) {
+    stream.reset(ErrorCode.ENHANCE_YOUR_CALM);
+    return;
+  }
+  refuse(stream, 431, `request header list is ${e.size} bytes, limit ${limits.maxHeaderListSize}`);
+}
 
 function handleStream(
-  stream: http2.ServerHttp2Stream,
-  flags: number,
-  raw: string[],
+  stream: H2Stream,
+  fields: string[],
+  requestEnded: boolean,
   service: HttpService,
   limits: Limits,
 ): void {
-  // Failures surface as 'close' with an rstCode; without a listener 'error' would throw.
-  stream.on("error", ignore);
-  const head = parseRequestHead(raw);
-  const requestEnded = (flags & NGHTTP2_FLAG_END_STREAM) !== 0;
-  if (head.listSize > limits.maxHeaderListSize) {
-    refuse(stream, 431, `request header list is ${head.listSize} bytes, limit ${limits.maxHeaderListSize}`);
+  const bad = checkRequest(fields);
+  if (bad !== undefined) {
+    limits.log?.("debug", `h2 server: malformed request on stream ${stream.id}: ${bad}`);
+    stream.reset(ErrorCode.PROTOCOL_ERROR);
     return;
   }
+  const head = parseRequestHead(fields);
   if (head.method === "CONNECT") {
     refuse(stream, 405, "CONNECT is not supported");
     return;
   }
+  if (head.contentLength !== undefined) stream.expectedLength = head.contentLength;
   const body = requestEnded
-    ? new StreamBody(stream, 0, "request body", { ended: true })
-    : new StreamBody(stream, head.contentLength, "request body", { discardOnCancel: true });
+    ? EMPTY_BODY
+    : new StreamBody(stream, head.contentLength, { discardOnCancel: true });
   const req: HttpRequest = {
     method: head.method,
     scheme: head.scheme,
@@ -153,15 +141,15 @@ function handleStream(
     body,
   };
   const ac = new AbortController();
-  // Set once the whole response is handed to node:http2; a stream that closes before (a client
-  // RST_STREAM, the connection dropping) aborts the service and whatever it started upstream.
+  // Set once the whole response is queued; a stream that fails before (a client RST_STREAM, the
+  // connection dropping) aborts the service and whatever it started upstream.
   let completed = false;
-  const abort = () => {
+  const abort = (f: StreamFailure | undefined) => {
     if (completed || ac.signal.aborted) return;
-    const code = stream.rstCode ?? NGHTTP2_INTERNAL_ERROR;
+    const code = f?.kind === "reset" || f?.kind === "refused" ? f.code : ErrorCode.INTERNAL_ERROR;
     ac.abort(new Http2StreamReset(`client reset the stream (code ${code})`, code));
   };
-  stream.once("close", abort);
+  stream.onClose = abort;
   let pending: Promise<HttpResponse>;
   try {
     pending = service(req, ac.signal);
@@ -171,37 +159,40 @@ function handleStream(
   pending.then(
     (res) => respond(stream, req, res),
     (e) => {
-      if (stream.closed || stream.destroyed) return false;
+      if (stream.closed) return false;
       return respond(stream, req, errorResponse(e, req, limits.log));
     },
   ).then(
     (ok) => {
-      if (ok) completed = true;
-      else abort();
+      if (ok) {
+        completed = true;
+        // The response is complete: whatever the client still sends is not needed (§8.1).
+        if (!stream.remoteEnded && !stream.closed) {
+          stream.discard();
+          stream.reset(ErrorCode.NO_ERROR);
+        }
+      } else abort(stream.failure);
     },
     (e) => {
       limits.log?.("warn", `h2 server: writing response failed: ${(e as Error).message}`);
-      resetStream(stream, NGHTTP2_INTERNAL_ERROR);
-      abort();
+      stream.reset(ErrorCode.INTERNAL_ERROR);
+      abort(stream.failure);
     },
   );
 }
 
 /** Answers without looking at the request body; whatever the client still sends is discarded. */
-function refuse(stream: http2.ServerHttp2Stream, status: number, message: string): void {
-  const out = [":status", String(status), "content-type", "text/plain; charset=utf-8"];
-  stream.respond(out as unknown as http2.OutgoingHttpHeaders);
-  stream.end(message);
-  stream.resume();
+function refuse(stream: H2Stream, status: number, message: string): void {
+  stream.discard();
+  stream.sendHeaders([":status", String(status), "content-type", "text/plain; charset=utf-8"], false);
+  stream.sendData(new TextEncoder().encode(message), true).then(() => {
+    if (!stream.remoteEnded && !stream.closed) stream.reset(ErrorCode.NO_ERROR);
+  }, () => {});
 }
 
-/** Resolves true when the whole response was handed to node:http2. */
-async function respond(
-  stream: http2.ServerHttp2Stream,
-  req: HttpRequest,
-  res: HttpResponse,
-): Promise<boolean> {
-  if (stream.closed || stream.destroyed) {
+/** Resolves true when the whole response was queued. */
+async function respond(stream: H2Stream, req: HttpRequest, res: HttpResponse): Promise<boolean> {
+  if (stream.closed) {
     res.body.cancel(new Error("client went away"));
     res.upgrade?.destroy();
     return false;
@@ -214,16 +205,15 @@ async function respond(
   }
   const out = [":status", String(res.status)];
   appendSendable(out, res.headers);
-  const headers = out as unknown as http2.OutgoingHttpHeaders;
   const body = res.body;
   const bodyForbidden = req.method === "HEAD" || res.status === 204 || res.status === 304;
   if (bodyForbidden || (body.length === 0 && body.trailers === undefined)) {
     // Headers with END_STREAM: also how a gRPC trailers-only response must look on the wire.
-    stream.respond(headers, { endStream: true });
+    stream.sendHeaders(out, true);
     if (bodyForbidden && body !== EMPTY_BODY) body.cancel();
     return true;
   }
-  stream.respond(headers, { waitForTrailers: true });
+  stream.sendHeaders(out, false);
   return await writeBody(stream, body);
 }
 

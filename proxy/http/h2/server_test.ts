@@ -118,7 +118,7 @@ Deno.test("serveHttp2: serves a socket whose first bytes were peeked and unshift
   assert.ok(peeked >= 24, "the preface was read before serveHttp2 took the socket");
 });
 
-Deno.test("serveHttp2: malformed requests get GOAWAY PROTOCOL_ERROR, never reach the service, others unaffected", async () => {
+Deno.test("serveHttp2: malformed requests get RST_STREAM PROTOCOL_ERROR, never reach the service, others unaffected", async () => {
   let calls = 0;
   const cases: [string, [string, string][]][] = [
     ["connection field", [...GOOD, ["connection", "keep-alive"]]],
@@ -140,9 +140,19 @@ Deno.test("serveHttp2: malformed requests get GOAWAY PROTOCOL_ERROR, never reach
         const raw = await RawH2Client.open(port);
         raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpackLiteral(fields)));
         const f = await raw.waitFor((f) => f.type === FRAME.GOAWAY || f.type === FRAME.RST_STREAM);
-        raw.destroy();
         assert.ok(f, `${name}: no GOAWAY/RST_STREAM`);
+        assert.equal(
+          f.type,
+          FRAME.RST_STREAM,
+          `${name}: a stream error, not a connection error (RFC 9113 §8.1.1)`,
+        );
+        assert.equal(f.streamId, 1);
         assert.equal(errorCode(f), 1, `${name}: PROTOCOL_ERROR`);
+        // The same connection goes on serving well-formed streams.
+        raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 3, hpackLiteral(GOOD)));
+        const ok = await raw.waitFor((f) => f.type === FRAME.HEADERS && f.streamId === 3);
+        raw.destroy();
+        assert.ok(ok, `${name}: no response on the same connection afterwards`);
         // A well-formed client on another connection keeps being served.
         assert.equal(
           (await call(good, { ":path": "/" })).status,
@@ -154,7 +164,8 @@ Deno.test("serveHttp2: malformed requests get GOAWAY PROTOCOL_ERROR, never reach
       await closeSession(good);
     }
   });
-  assert.equal(calls, cases.length, "only the well-formed requests reached the service");
+  // Per case: the well-formed stream 3 on the same connection and the call on the other one.
+  assert.equal(calls, cases.length * 2, "only the well-formed requests reached the service");
 });
 
 Deno.test("serveHttp2: header list over the limit → 431; too many fields → RST ENHANCE_YOUR_CALM", async () => {
@@ -323,7 +334,7 @@ Deno.test("serveHttp2: a request body nobody reads holds the client back (flow c
 });
 const BIG = pattern(16 << 20, 3);
 
-Deno.test("serveHttp2: SETTINGS_MAX_CONCURRENT_STREAMS enforced (excess stream → GOAWAY)", async () => {
+Deno.test("serveHttp2: SETTINGS_MAX_CONCURRENT_STREAMS enforced (excess stream → REFUSED_STREAM)", async () => {
   const release = Promise.withResolvers<void>();
   let calls = 0;
   await withServer(async () => {
@@ -337,14 +348,21 @@ Deno.test("serveHttp2: SETTINGS_MAX_CONCURRENT_STREAMS enforced (excess stream �
     for (let i = 0; i < 4; i++) {
       raw.write(frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1 + 2 * i, hpackLiteral(GOOD)));
     }
-    // nghttp2 answers a fourth stream over a limit of 3 with GOAWAY PROTOCOL_ERROR and drops the
-    // connection (RFC 9113 §5.1.2 asks for a stream error; clients that honour SETTINGS never see it).
-    const g = await raw.waitFor((f) => f.type === FRAME.GOAWAY);
+    // A fourth stream over a limit of 3 is refused as a stream error (RFC 9113 §5.1.2), which
+    // tells the client it was not processed and may be retried.
+    const r = await raw.waitFor((f) => f.type === FRAME.RST_STREAM || f.type === FRAME.GOAWAY);
+    assert.ok(r, "no RST_STREAM");
+    assert.equal(r.type, FRAME.RST_STREAM);
+    assert.equal(r.streamId, 7);
+    assert.equal(errorCode(r), 7, "REFUSED_STREAM");
     release.resolve();
+    for (const id of [1, 3, 5]) {
+      assert.ok(
+        await raw.waitFor((f) => f.type === FRAME.HEADERS && f.streamId === id),
+        `stream ${id} answered`,
+      );
+    }
     raw.destroy();
-    assert.ok(g, "no GOAWAY");
-    assert.equal(errorCode(g), 1);
-    assert.equal(new DataView(g.payload.buffer, g.payload.byteOffset).getUint32(0), 5, "last stream id");
   }, { maxConcurrentStreams: 3 });
   assert.equal(calls, 3);
 });

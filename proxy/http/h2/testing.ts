@@ -362,3 +362,14 @@ export function closeSession(s: http2.Http2Session): Promise<void> {
     s.close();
   });
 }
+
+/**
+ * Resets a node:http2 stream (the test clients' side) with `code`. Deno 2.9.6's `close(code)` on
+ * a stream whose writable side is still open first ends that side, so the peer would see a
+ * complete message and no reset; ending it just before `close` makes the RST_STREAM go out.
+ */
+export function resetStream(stream: http2.Http2Stream, code: number): void {
+  if (stream.destroyed || stream.closed) return;
+  if (!stream.writableEnded) stream.end();
+  stream.close(code);
+}

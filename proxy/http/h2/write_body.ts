@@ -1,79 +1,95 @@
 /**
- * Sends a `Body` on an outgoing node:http2 stream (a request on the client side, a response on
- * the server side) with backpressure: the next chunk is pulled only after node:http2 has taken
- * the last one, so a peer with a closed flow-control window stops the reader upstream.
+ * Sends a `Body` on an `H2Stream` (a request on the client side, a response on the server side)
+ * with backpressure: the next chunk is pulled only after the last one fit the flow-control
+ * windows, so a peer that stops reading stops the source upstream. A body whose declared length
+ * is complete ends with END_STREAM on its last DATA frame; otherwise its trailers (or an empty
+ * DATA frame) end the stream.
  */
-import type * as http2 from "node:http2";
-import { constants } from "node:http2";
 import type { Body } from "../message.ts";
-import { sendableTrailers } from "./headers.ts";
+import { ErrorCode } from "./frame.ts";
 import { Http2StreamReset } from "./errors.ts";
-import { resetStream } from "./reset_stream.ts";
+import { appendSendable } from "./headers.ts";
+import type { H2Stream } from "./session.ts";
+
+const EMPTY = new Uint8Array(0);
 
 /**
- * The stream must have been opened with `waitForTrailers: true`: after the last chunk the body's
- * trailers go out as a HEADERS frame, or (none) an empty DATA frame carries END_STREAM. If the
- * body fails, the stream is reset with the code the body's own stream was reset with (else
- * INTERNAL_ERROR); if the stream closes first, the body is cancelled. Resolves true when the
- * whole body was handed to node:http2, false when the exchange was cut short.
+ * Resolves true when the whole body was queued, false when the exchange was cut short: a body
+ * that fails resets the stream with its own reset code (else INTERNAL_ERROR); a stream that
+ * closes first cancels the body.
  */
-export async function writeBody(stream: http2.Http2Stream, body: Body): Promise<boolean> {
+export async function writeBody(stream: H2Stream, body: Body): Promise<boolean> {
+  let sent = 0;
+  const declared = body.length;
+  const prevClose = stream.onClose;
   let done = false;
-  const gone = () => stream.destroyed || stream.closed;
   // A stream that closes while we wait for the next chunk must not leave the source running.
-  const onClose = () => {
-    if (!done) body.cancel(new Error("stream closed by peer"));
+  stream.onClose = (f) => {
+    if (!done && f !== undefined) body.cancel(new Error("stream closed by peer"));
+    prevClose?.(f);
   };
-  stream.once("close", onClose);
-  stream.once("wantTrailers", () => {
-    const t = body.trailers;
-    if (stream.destroyed) return;
-    try {
-      stream.sendTrailers(t !== undefined && t.size > 0 ? sendableTrailers(t) : {});
-    } catch {
-      resetStream(stream, constants.NGHTTP2_INTERNAL_ERROR);
-    }
-  });
   try {
     for (;;) {
-      let chunk: Uint8Array | null;
+      let chunk: Uint8Array | null | undefined;
       try {
-        chunk = await body.read();
+        chunk = body.readNow?.();
+        if (chunk === undefined) chunk = await body.read();
       } catch (e) {
-        resetStream(stream, e instanceof Http2StreamReset ? e.code : constants.NGHTTP2_INTERNAL_ERROR);
+        stream.reset(e instanceof Http2StreamReset ? e.code : ErrorCode.INTERNAL_ERROR);
         return false;
       }
-      if (gone()) {
-        // Closed (e.g. RST from the peer) before its 'close' event: the source must stop too.
-        body.cancel(new Error("stream closed by peer"));
+      if (stream.closed) {
+        if (chunk !== null) body.cancel(new Error("stream closed by peer"));
         return false;
       }
       if (chunk === null) break;
-      if (!stream.write(chunk) && !(await drained(stream))) {
+      sent += chunk.length;
+      if (declared !== undefined && sent > declared) {
+        stream.reset(ErrorCode.INTERNAL_ERROR); // more than declared: never pass it on
+        body.cancel(new Error("body longer than its declared length"));
+        return false;
+      }
+      // The declared length is complete: the next read is the end, so END_STREAM can ride on
+      // this frame (one frame instead of two for every sized body).
+      let last = false;
+      if (declared !== undefined && sent >= declared) {
+        let next: Uint8Array | null | undefined;
+        try {
+          next = body.readNow?.();
+          if (next === undefined) next = await body.read();
+        } catch (e) {
+          stream.reset(e instanceof Http2StreamReset ? e.code : ErrorCode.INTERNAL_ERROR);
+          return false;
+        }
+        if (next !== null) {
+          stream.reset(ErrorCode.INTERNAL_ERROR); // more than declared: never pass it on
+          body.cancel(new Error("body longer than its declared length"));
+          return false;
+        }
+        last = body.trailers === undefined || body.trailers.size === 0;
+      }
+      try {
+        await stream.sendData(chunk, last);
+      } catch {
         body.cancel(new Error("stream closed by peer"));
         return false;
       }
+      if (last) return true;
+      if (declared !== undefined && sent >= declared) break;
     }
-    stream.end();
+    const t = body.trailers;
+    if (t !== undefined && t.size > 0) {
+      const out: string[] = [];
+      appendSendable(out, t);
+      stream.sendTrailers(out);
+    } else {
+      await stream.sendData(EMPTY, true);
+    }
     return true;
+  } catch {
+    return false;
   } finally {
     done = true;
-    stream.off("close", onClose);
+    stream.onClose = prevClose;
   }
-}
-
-/** Resolves true on 'drain', false if the stream closes first. */
-function drained(stream: http2.Http2Stream): Promise<boolean> {
-  return new Promise((resolve) => {
-    const onDrain = () => {
-      stream.off("close", onClose);
-      resolve(true);
-    };
-    const onClose = () => {
-      stream.off("drain", onDrain);
-      resolve(false);
-    };
-    stream.once("drain", onDrain);
-    stream.once("close", onClose);
-  });
 }

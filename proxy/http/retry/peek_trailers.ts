@@ -33,6 +33,16 @@ class PeekedBody implements Body {
     return this.inner.read();
   }
 
+  readNow(): Uint8Array | null | undefined {
+    if (this.#queued.length > 0) {
+      const q = this.#queued[0];
+      if (q instanceof Promise) return undefined;
+      this.#queued.shift();
+      return q;
+    }
+    return this.inner.readNow?.();
+  }
+
   cancel(reason?: Error): void {
     this.#queued = [];
     this.inner.cancel(reason);
@@ -50,6 +60,14 @@ export interface Peeked {
 export async function peekTrailers(body: Body): Promise<Peeked> {
   const first = await body.read();
   if (first === null) return { body: new PeekedBody(body, [null]), trailers: body.trailers, ended: true };
+  // A body that can say whether its next frame is buffered needs no microtask race.
+  const now = body.readNow?.();
+  if (now === null) {
+    return { body: new PeekedBody(body, [first, null]), trailers: body.trailers, ended: true };
+  }
+  if (now !== undefined) {
+    return { body: new PeekedBody(body, [first, now]), trailers: undefined, ended: false };
+  }
   const next = body.read();
   next.catch(() => {}); // whoever reads it sees the rejection; a cancelled peek must not leave it unhandled
   const r = await Promise.race([next, soon()]);

@@ -55,40 +55,61 @@ class Cursor implements Body {
   read(): Promise<Uint8Array | null> {
     if (this.dead) return Promise.reject(new Error("request body was superseded by a retry"));
     const s = this.state;
+    if (this.#pos < this.#chunks.length || s.ended) return Promise.resolve(this.#replayed());
+    s.reading = true;
+    s.readStarted = true;
+    return s.source.read().then((c) => this.#took(c), (e) => {
+      s.reading = false;
+      throw e;
+    });
+  }
+
+  readNow(): Uint8Array | null | undefined {
+    if (this.dead) throw new Error("request body was superseded by a retry");
+    const s = this.state;
+    if (this.#pos < this.#chunks.length || s.ended) return this.#replayed();
+    if (s.reading || s.source.readNow === undefined) return undefined;
+    const c = s.source.readNow();
+    if (c === undefined) return undefined;
+    s.readStarted = true;
+    return this.#took(c);
+  }
+
+  /** The next chunk already kept (or null once the source ended). */
+  #replayed(): Uint8Array | null {
+    const s = this.state;
     if (this.#pos < this.#chunks.length) {
       const c = this.#chunks[this.#pos];
       if (s.sealed) this.#chunks[this.#pos] = EMPTY; // let the copy go as it is replayed
       this.#pos++;
-      return Promise.resolve(c);
-    }
-    if (s.ended) return Promise.resolve(null);
-    s.reading = true;
-    s.readStarted = true;
-    return s.source.read().then((c) => {
-      s.reading = false;
-      if (c === null) {
-        s.ended = true;
-        s.trailers = s.source.trailers;
-        return null;
-      }
-      if (!s.capped) {
-        s.bytes += c.length;
-        if (s.bytes > s.limit) {
-          s.capped = true;
-          s.overLimit = true;
-          s.chunks = [];
-          this.#chunks = s.chunks;
-          this.#pos = 0;
-        } else {
-          s.chunks.push(c);
-          this.#pos++;
-        }
-      }
       return c;
-    }, (e) => {
-      s.reading = false;
-      throw e;
-    });
+    }
+    return null;
+  }
+
+  /** A chunk fresh from the source: kept for replay unless over the limit. */
+  #took(c: Uint8Array | null): Uint8Array | null {
+    const s = this.state;
+    s.reading = false;
+    if (c === null) {
+      s.ended = true;
+      s.trailers = s.source.trailers;
+      return null;
+    }
+    if (!s.capped) {
+      s.bytes += c.length;
+      if (s.bytes > s.limit) {
+        s.capped = true;
+        s.overLimit = true;
+        s.chunks = [];
+        this.#chunks = s.chunks;
+        this.#pos = 0;
+      } else {
+        s.chunks.push(c);
+        this.#pos++;
+      }
+    }
+    return c;
   }
 
   cancel(reason?: Error): void {

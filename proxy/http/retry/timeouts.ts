@@ -233,6 +233,20 @@ export class WatchedBody implements Body {
     });
   }
 
+  readNow(): Uint8Array | null | undefined {
+    const s = this.#signal;
+    if (s?.aborted) throw s.reason;
+    if (this.#pendingReject !== undefined) return undefined; // a read() is waiting: keep order
+    let c: Uint8Array | null | undefined;
+    try {
+      c = this.#inner.readNow?.();
+    } catch (e) {
+      this.#finish();
+      throw e;
+    }
+    return c === undefined ? undefined : this.#after(c);
+  }
+
   cancel(reason?: Error): void {
     this.#inner.cancel(reason);
     this.#finish();

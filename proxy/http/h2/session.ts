@@ -1,0 +1,1029 @@
+/**
+ * One HTTP/2 connection (RFC 9113) and its streams, for either role, over an already-open socket
+ * (plain TCP or mesh TLS). weft frames HTTP/2 itself instead of using node:http2: in Deno 2.9.6
+ * that module costs ~0.3 ms of CPU per request per side and aborts the process on some GOAWAY
+ * sequences. This file owns framing, SETTINGS, PING, GOAWAY, flow control and stream states;
+ * HTTP semantics (pseudo-headers, validation, bodies as `Body`) live in server.ts / client.ts.
+ *
+ * Writes are queued and sent as one `socket.write` per event-loop turn, so a response's HEADERS,
+ * DATA and trailers go out in one TLS record and one syscall. Received DATA is handed out as
+ * views of the socket's chunks (no copy). Flow control: a stream's receive window is returned as
+ * its reader consumes bytes (a slow reader holds its sender back); the connection window is
+ * returned on receipt, since the stream windows already bound what one connection can buffer.
+ */
+import type { Duplex } from "node:stream";
+import { setImmediate } from "node:timers";
+import type { Log } from "../../log.ts";
+import {
+  DEFAULT_MAX_FRAME_SIZE,
+  DEFAULT_WINDOW,
+  ErrorCode,
+  errorCodeName,
+  Flag,
+  FRAME_HEADER_SIZE,
+  frameHeader,
+  FrameType,
+  goawayFrame,
+  MAX_WINDOW,
+  pingFrame,
+  PREFACE,
+  read32,
+  rstStreamFrame,
+  Setting,
+  SETTINGS_ACK,
+  settingsFrame,
+  windowUpdateFrame,
+} from "./frame.ts";
+import { HeaderListTooLarge, HpackDecoder, HpackEncoder, HpackError } from "./hpack.ts";
+import { Http2StreamReset } from "./errors.ts";
+
+export interface SessionOptions {
+  role: "client" | "server";
+  /** Streams the peer may open at once (advertised; enforced with REFUSED_STREAM). */
+  maxConcurrentStreams: number;
+  /** Our per-stream receive window (SETTINGS_INITIAL_WINDOW_SIZE). */
+  initialWindowSize: number;
+  /** Our connection receive window; the first WINDOW_UPDATE raises it from 65,535. */
+  connectionWindow: number;
+  /** Largest field list we accept (advertised SETTINGS_MAX_HEADER_LIST_SIZE). */
+  maxHeaderListSize: number;
+  /** Most fields in one block. */
+  maxHeaderCount: number;
+  /** Bytes queued on the socket above which DATA waits for 'drain'. */
+  writeHighWater?: number;
+  log?: Log;
+  /** Server: a new stream's first field block (not yet validated as a request). */
+  onStream?: (stream: H2Stream, fields: string[], endStream: boolean) => void;
+  /** Server: a new stream whose first block exceeded a limit (the session stays in sync). */
+  onStreamTooLarge?: (stream: H2Stream, e: HeaderListTooLarge, endStream: boolean) => void;
+  /** The peer's first SETTINGS arrived. */
+  onRemoteSettings?: () => void;
+  onGoaway?: (code: number, lastStreamId: number, debug: string) => void;
+}
+
+/** Why a stream ended without both sides finishing. */
+export type StreamFailure =
+  /** RST_STREAM from the peer (or from us), with its code. */
+  | { kind: "reset"; code: number; local: boolean }
+  /** The peer will not process it: REFUSED_STREAM, or a GOAWAY whose last stream id excludes it. */
+  | { kind: "refused"; code: number }
+  /** The connection closed or failed first. */
+  | { kind: "connection"; message: string };
+
+const EMPTY = new Uint8Array(0);
+const HIGH_WATER = 256 * 1024;
+/** Streams a client may reset per second before the connection is closed (see `#rst`). */
+const RESET_LIMIT = 1000;
+/** A field block (HEADERS + CONTINUATION) may not exceed this many bytes on the wire. */
+const blockLimit = (listLimit: number) => Math.max(2 * listLimit, 64 * 1024);
+
+type Waiter = { resolve: () => void; reject: (e: Error) => void };
+
+/**
+ * One stream. The receive side is read with `read()` (DATA payloads, null at END_STREAM, then
+ * `trailers`); the send side with `sendHeaders`, `sendData`, `sendTrailers`, `reset`.
+ */
+export class H2Stream {
+  readonly id: number;
+  readonly session: H2Session;
+  /** Client: field blocks before the body (1xx and the final head). Server: trailers only arrive via `trailers`. */
+  onHead: ((fields: string[], endStream: boolean) => void) | undefined;
+  /** Once, when the stream is closed: `failure` is undefined when both sides ended normally. */
+  onClose: ((failure: StreamFailure | undefined) => void) | undefined;
+  /** Trailing fields (raw, lower-case names), once `read()` has returned null. */
+  trailers: string[] | undefined;
+  /** Content-Length the peer declared; a body of another size is a PROTOCOL_ERROR. */
+  expectedLength: number | undefined;
+  failure: StreamFailure | undefined;
+  /** True once the first (non-1xx) field block was received. */
+  headReceived = false;
+
+  sendWindow: number;
+  recvWindow: number;
+  localEnded = false;
+  remoteEnded = false;
+  closed = false;
+  /** Set when the reader no longer wants the body: data is dropped and credited at once. */
+  discarding = false;
+
+  #chunks: Uint8Array[] = [];
+  #head = 0;
+  #received = 0;
+  #unacked = 0;
+  #reader: { resolve: (c: Uint8Array | null) => void; reject: (e: Error) => void } | undefined;
+  sendWaiter: Waiter | undefined;
+
+  constructor(session: H2Session, id: number, sendWindow: number, recvWindow: number) {
+    this.session = session;
+    this.id = id;
+    this.sendWindow = sendWindow;
+    this.recvWindow = recvWindow;
+  }
+
+  /** Next DATA payload, null at END_STREAM; rejects with Http2StreamReset if the stream failed. */
+  read(): Promise<Uint8Array | null> {
+    let now: Uint8Array | null | undefined;
+    try {
+      now = this.readNow();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise((resolve, reject) => (this.#reader = { resolve, reject }));
+  }
+
+  /** The next payload if one is queued, null at the end, undefined when `read()` would wait. */
+  readNow(): Uint8Array | null | undefined {
+    if (this.#head < this.#chunks.length) {
+      const c = this.#chunks[this.#head];
+      this.#chunks[this.#head++] = EMPTY;
+      if (this.#head === this.#chunks.length) {
+        this.#chunks.length = 0;
+        this.#head = 0;
+      }
+      this.#consumed(c.length);
+      return c;
+    }
+    if (this.failure) throw failureError(this.failure, this.id);
+    if (this.remoteEnded) return null;
+    return undefined;
+  }
+
+  /** Bytes received and not yet read. */
+  get buffered(): number {
+    let n = 0;
+    for (let i = this.#head; i < this.#chunks.length; i++) n += this.#chunks[i].length;
+    return n;
+  }
+
+  /** Stop reading: what is queued and whatever still arrives is dropped and its window returned. */
+  discard(): void {
+    if (this.discarding) return;
+    this.discarding = true;
+    let n = 0;
+    for (let i = this.#head; i < this.#chunks.length; i++) n += this.#chunks[i].length;
+    this.#chunks.length = 0;
+    this.#head = 0;
+    if (n) this.#consumed(n);
+  }
+
+  #consumed(n: number): void {
+    if (this.remoteEnded || this.closed) return;
+    this.#unacked += n;
+    // Batched: one WINDOW_UPDATE per quarter window read, not per chunk.
+    if (this.#unacked >= this.session.streamCreditBatch) {
+      this.recvWindow += this.#unacked;
+      this.session.queueFrame(windowUpdateFrame(this.id, this.#unacked));
+      this.#unacked = 0;
+    }
+  }
+
+  /** Session: a DATA payload arrived (flow control already checked). */
+  deliver(data: Uint8Array, end: boolean): void {
+    this.#received += data.length;
+    if (end) this.remoteEnded = true;
+    if (end && this.expectedLength !== undefined && this.#received !== this.expectedLength) {
+      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    if (this.expectedLength !== undefined && this.#received > this.expectedLength) {
+      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    if (this.discarding) {
+      if (data.length) this.#consumed(data.length);
+    } else if (data.length) {
+      const r = this.#reader;
+      if (r !== undefined && this.#head === this.#chunks.length) {
+        this.#reader = undefined;
+        this.#consumed(data.length);
+        r.resolve(data);
+      } else {
+        this.#chunks.push(data);
+      }
+    }
+    if (end) this.#wakeEnd();
+  }
+
+  /** Session: trailers arrived with END_STREAM. */
+  deliverTrailers(fields: string[]): void {
+    if (this.expectedLength !== undefined && this.#received !== this.expectedLength) {
+      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    this.trailers = fields;
+    this.remoteEnded = true;
+    this.#wakeEnd();
+  }
+
+  #wakeEnd(): void {
+    const r = this.#reader;
+    if (r !== undefined && this.#head === this.#chunks.length) {
+      this.#reader = undefined;
+      r.resolve(null);
+    }
+    this.session.maybeClose(this);
+  }
+
+  /** Session: the stream failed; readers and writers are woken with the error. */
+  fail(f: StreamFailure): void {
+    if (this.closed) return;
+    this.failure = f;
+    this.closed = true;
+    const e = failureError(f, this.id);
+    const r = this.#reader;
+    this.#reader = undefined;
+    r?.reject(e);
+    const w = this.sendWaiter;
+    this.sendWaiter = undefined;
+    w?.reject(e);
+    this.onClose?.(f);
+  }
+
+  /** Session: both sides ended. */
+  finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClose?.(undefined);
+  }
+
+  sendHeaders(fields: string[], endStream: boolean): void {
+    this.session.sendHeaders(this, fields, endStream);
+  }
+
+  /** Sends `data` as DATA frames within the flow-control windows; resolves when all are queued. */
+  sendData(data: Uint8Array, endStream: boolean): Promise<void> {
+    return this.session.sendData(this, data, endStream);
+  }
+
+  sendTrailers(fields: string[]): void {
+    this.session.sendHeaders(this, fields, true);
+  }
+
+  /** RST_STREAM with `code` (no-op once closed). */
+  reset(code: number): void {
+    this.session.resetStream(this, code);
+  }
+}
+
+function failureError(f: StreamFailure, id: number): Error {
+  switch (f.kind) {
+    case "reset":
+      return new Http2StreamReset(
+        `stream ${id} reset${f.local ? " locally" : " by peer"} (${errorCodeName(f.code)})`,
+        f.code,
+      );
+    case "refused":
+      return new Http2StreamReset(`stream ${id} refused by peer`, ErrorCode.REFUSED_STREAM);
+    case "connection":
+      return new Http2StreamReset(`stream ${id}: ${f.message}`, ErrorCode.INTERNAL_ERROR);
+  }
+}
+
+interface Continuation {
+  id: number;
+  endStream: boolean;
+  parts: Uint8Array[];
+  size: number;
+}
+
+export class H2Session {
+  readonly socket: Duplex;
+  readonly role: "client" | "server";
+  readonly #o: SessionOptions;
+  readonly #decoder: HpackDecoder;
+  readonly #encoder = new HpackEncoder();
+  readonly #streams = new Map<number, H2Stream>();
+  readonly #highWater: number;
+  readonly streamCreditBatch: number;
+
+  // Peer's settings.
+  #peerInitialWindow = DEFAULT_WINDOW;
+  #peerMaxFrame = DEFAULT_MAX_FRAME_SIZE;
+  #peerMaxStreams = Infinity;
+  #remoteSettingsSeen = false;
+
+  #connSendWindow = DEFAULT_WINDOW;
+  #connRecvWindow = DEFAULT_WINDOW;
+  #connUnacked = 0;
+  #connWaiters: H2Stream[] = [];
+  #drainWaiters: Waiter[] = [];
+
+  /** Client: next stream id; server: highest id the peer opened. */
+  #nextId = 1;
+  #lastPeerId = 0;
+  /** Streams we opened (client) or accepted (server) and that are not closed. */
+  #active = 0;
+  #slotWaiters: Waiter[] = [];
+
+  #prefaceLeft: number;
+  #pending: Uint8Array | undefined;
+  #continuation: Continuation | undefined;
+  #out: Uint8Array[] = [];
+  #outBytes = 0;
+  #flushQueued = false;
+
+  #goawaySent = false;
+  #goawayReceived = false;
+  #peerLastStreamId = 2 ** 31 - 1;
+  #closeWhenIdle = false;
+  #dead = false;
+  #resets = 0;
+  #resetsSince = 0;
+  #ending = false;
+  #deadReason = "connection closed";
+  readonly #closed = Promise.withResolvers<void>();
+
+  constructor(socket: Duplex, o: SessionOptions) {
+    this.socket = socket;
+    this.role = o.role;
+    this.#o = o;
+    this.#highWater = o.writeHighWater ?? HIGH_WATER;
+    this.streamCreditBatch = Math.max(1, Math.floor(o.initialWindowSize / 4));
+    this.#decoder = new HpackDecoder({ maxListSize: o.maxHeaderListSize, maxFieldCount: o.maxHeaderCount });
+    this.#prefaceLeft = o.role === "server" ? PREFACE.length : 0;
+    (socket as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
+    if (o.role === "client") this.queueFrame(PREFACE);
+    const settings: [number, number][] = [
+      [Setting.ENABLE_PUSH, 0],
+      [Setting.INITIAL_WINDOW_SIZE, o.initialWindowSize],
+      [Setting.MAX_HEADER_LIST_SIZE, o.maxHeaderListSize],
+    ];
+    if (o.role === "server") settings.push([Setting.MAX_CONCURRENT_STREAMS, o.maxConcurrentStreams]);
+    this.queueFrame(settingsFrame(settings));
+    if (o.connectionWindow > DEFAULT_WINDOW) {
+      this.queueFrame(windowUpdateFrame(0, o.connectionWindow - DEFAULT_WINDOW));
+      this.#connRecvWindow = o.connectionWindow;
+    }
+    socket.on("data", this.#onData);
+    socket.on("drain", this.#onDrain);
+    socket.on("error", (e: Error) => this.#lost(`connection error: ${e.message}`));
+    socket.on("close", () => this.#lost("connection closed"));
+    socket.on("end", () => {
+      // The peer will send nothing more; streams still waiting on it cannot finish.
+      this.#lost("connection closed by peer");
+    });
+    // A socket that was peeked at may have been paused: 'data' alone does not restart it.
+    socket.resume();
+  }
+
+  /** Resolves when the socket has closed. */
+  get closed(): Promise<void> {
+    return this.#closed.promise;
+  }
+
+  get destroyed(): boolean {
+    return this.#dead;
+  }
+
+  get activeStreams(): number {
+    return this.#active;
+  }
+
+  get remoteSettingsSeen(): boolean {
+    return this.#remoteSettingsSeen;
+  }
+
+  /** False once either side sent GOAWAY, the ids ran out, or the connection is gone. */
+  get acceptingStreams(): boolean {
+    return !this.#dead && !this.#goawaySent && !this.#goawayReceived && !this.#closeWhenIdle &&
+      this.#nextId < 2 ** 31 - 1;
+  }
+
+  /** Client: a slot under the peer's MAX_CONCURRENT_STREAMS is free. */
+  get hasSlot(): boolean {
+    return this.#active < this.#peerMaxStreams;
+  }
+
+  /** Client: waits until `hasSlot` (or the session can no longer take streams). */
+  waitForSlot(signal: AbortSignal): Promise<void> {
+    if (this.hasSlot || !this.acceptingStreams) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const w: Waiter = {
+        resolve: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        reject,
+      };
+      const onAbort = () => {
+        const i = this.#slotWaiters.indexOf(w);
+        if (i >= 0) this.#slotWaiters.splice(i, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#slotWaiters.push(w);
+    });
+  }
+
+  /** Client: opens a stream and sends its request head in the same turn (ids go out in order). */
+  request(fields: string[], endStream: boolean): H2Stream {
+    if (!this.acceptingStreams) throw new Error(this.#dead ? this.#deadReason : "connection is closing");
+    const id = this.#nextId;
+    this.#nextId += 2;
+    const s = new H2Stream(this, id, this.#peerInitialWindow, this.#o.initialWindowSize);
+    this.#streams.set(id, s);
+    this.#active++;
+    this.sendHeaders(s, fields, endStream);
+    return s;
+  }
+
+  /** Sends GOAWAY: no stream above the last one we saw will be processed. */
+  goaway(code: number = ErrorCode.NO_ERROR, debug = ""): void {
+    if (this.#dead || this.#goawaySent) return;
+    this.#goawaySent = true;
+    this.queueFrame(goawayFrame(this.role === "server" ? this.#lastPeerId : 0, code, debug));
+  }
+
+  /** No new streams; the socket closes when the last open stream finishes. */
+  closeWhenIdle(): void {
+    this.#closeWhenIdle = true;
+    this.#wakeSlots();
+    if (this.#active === 0) this.#end();
+  }
+
+  /** Closes the socket now; open streams fail. */
+  destroy(reason = "connection closed"): void {
+    this.#lost(reason);
+    (this.socket as { destroy(): void }).destroy();
+  }
+
+  // ---- sending -------------------------------------------------------------------------------
+
+  queueFrame(f: Uint8Array): void {
+    if (this.#dead) return;
+    this.#out.push(f);
+    this.#outBytes += f.length;
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      // After this turn's microtasks and I/O callbacks: everything the current socket read
+      // produced (responses on several streams, WINDOW_UPDATEs) leaves in one write.
+      setImmediate(this.#flush);
+    }
+  }
+
+  #flush = (): void => {
+    this.#flushQueued = false;
+    if (this.#dead || this.#outBytes === 0) return;
+    const parts = this.#out;
+    let buf: Uint8Array;
+    if (parts.length === 1) buf = parts[0];
+    else {
+      buf = new Uint8Array(this.#outBytes);
+      let at = 0;
+      for (const p of parts) {
+        buf.set(p, at);
+        at += p.length;
+      }
+    }
+    this.#out = [];
+    this.#outBytes = 0;
+    this.socket.write(buf);
+  };
+
+  /** True when the socket holds more than the high-water mark; 'drain' will follow (write returned false). */
+  #congested(): boolean {
+    if (this.#outBytes >= 64 * 1024) this.#flush();
+    return ((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater;
+  }
+
+  #onDrain = (): void => {
+    const ws = this.#drainWaiters;
+    this.#drainWaiters = [];
+    for (const w of ws) w.resolve();
+  };
+
+  sendHeaders(s: H2Stream, fields: string[], endStream: boolean): void {
+    if (s.closed || s.localEnded || this.#dead) return;
+    const block = this.#encoder.encode(fields);
+    const max = this.#peerMaxFrame;
+    let flags = endStream ? Flag.END_STREAM : 0;
+    if (block.length <= max) {
+      const f = new Uint8Array(FRAME_HEADER_SIZE + block.length);
+      f.set(frameHeader(block.length, FrameType.HEADERS, flags | Flag.END_HEADERS, s.id));
+      f.set(block, FRAME_HEADER_SIZE);
+      this.queueFrame(f);
+    } else {
+      let type: number = FrameType.HEADERS;
+      for (let at = 0; at < block.length; at += max) {
+        const part = block.subarray(at, at + max);
+        const last = at + max >= block.length;
+        this.queueFrame(frameHeader(part.length, type, flags | (last ? Flag.END_HEADERS : 0), s.id));
+        this.queueFrame(part.slice());
+        type = FrameType.CONTINUATION;
+        flags = 0;
+      }
+    }
+    if (endStream) {
+      s.localEnded = true;
+      this.maybeClose(s);
+    }
+  }
+
+  async sendData(s: H2Stream, data: Uint8Array, endStream: boolean): Promise<void> {
+    let off = 0;
+    for (;;) {
+      if (s.closed) throw failureError(s.failure ?? { kind: "connection", message: "stream closed" }, s.id);
+      if (s.localEnded) throw new Error(`stream ${s.id}: DATA after END_STREAM`);
+      const left = data.length - off;
+      if (left === 0) {
+        if (endStream) {
+          this.queueFrame(frameHeader(0, FrameType.DATA, Flag.END_STREAM, s.id));
+          s.localEnded = true;
+          this.maybeClose(s);
+        }
+        return;
+      }
+      if (this.#congested()) {
+        await new Promise<void>((resolve, reject) => this.#drainWaiters.push({ resolve, reject }));
+        continue;
+      }
+      const n = Math.min(left, s.sendWindow, this.#connSendWindow, this.#peerMaxFrame);
+      if (n <= 0) {
+        await new Promise<void>((resolve, reject) => {
+          s.sendWaiter = { resolve, reject };
+          if (s.sendWindow > 0) this.#connWaiters.push(s);
+        });
+        continue;
+      }
+      const last = n === left;
+      const end = last && endStream;
+      this.queueFrame(frameHeader(n, FrameType.DATA, end ? Flag.END_STREAM : 0, s.id));
+      this.queueFrame(off === 0 && last ? data : data.subarray(off, off + n));
+      s.sendWindow -= n;
+      this.#connSendWindow -= n;
+      off += n;
+      if (last) {
+        if (end) {
+          s.localEnded = true;
+          this.maybeClose(s);
+        }
+        return;
+      }
+    }
+  }
+
+  resetStream(s: H2Stream, code: number): void {
+    if (s.closed) return;
+    this.queueFrame(rstStreamFrame(s.id, code));
+    this.#close(s, { kind: "reset", code, local: true });
+  }
+
+  // ---- stream bookkeeping ---------------------------------------------------------------------
+
+  maybeClose(s: H2Stream): void {
+    if (s.closed || !s.localEnded || !s.remoteEnded) return;
+    this.#close(s, undefined);
+  }
+
+  #close(s: H2Stream, f: StreamFailure | undefined): void {
+    if (!this.#streams.delete(s.id)) {
+      if (f) s.fail(f);
+      else s.finish();
+      return;
+    }
+    this.#active--;
+    if (f) s.fail(f);
+    else s.finish();
+    this.#wakeSlots();
+    if (this.#active === 0 && (this.#closeWhenIdle || this.#goawayReceived || this.#goawaySent)) this.#end();
+  }
+
+  #wakeSlots(): void {
+    if (!this.acceptingStreams) {
+      for (const w of this.#slotWaiters.splice(0)) w.resolve();
+      return;
+    }
+    // As many as there are free slots: each woken caller opens its stream in its next turn.
+    let free = this.#peerMaxStreams - this.#active;
+    while (free-- > 0 && this.#slotWaiters.length) this.#slotWaiters.shift()!.resolve();
+  }
+
+  /** Flushes what is queued, then half-closes; the socket is destroyed if the peer lingers. */
+  #end(): void {
+    if (this.#ending) return;
+    this.#ending = true;
+    this.#flush();
+    (this.socket as { end(): void }).end();
+    const t = setTimeout(() => this.destroy(), 5000);
+    Deno.unrefTimer(t);
+  }
+
+  #lost(reason: string, destroySocket = true): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    this.#deadReason = reason;
+    this.#out = [];
+    this.#outBytes = 0;
+    const streams = [...this.#streams.values()];
+    this.#streams.clear();
+    this.#active = 0;
+    for (const s of streams) s.fail({ kind: "connection", message: reason });
+    const e = new Error(reason);
+    for (const w of this.#drainWaiters.splice(0)) w.reject(e);
+    for (const w of this.#slotWaiters.splice(0)) w.resolve();
+    this.#connWaiters = [];
+    if (destroySocket) (this.socket as { destroy(): void }).destroy();
+    this.#closed.resolve();
+  }
+
+  /** A connection error: GOAWAY with the code, then the connection closes. */
+  #fatal(code: number, message: string): void {
+    if (this.#dead) return;
+    this.#o.log?.("debug", `h2 ${this.role}: connection error ${errorCodeName(code)}: ${message}`);
+    this.queueFrame(goawayFrame(this.#lastPeerId, code, message.slice(0, 200)));
+    this.#goawaySent = true;
+    this.#end();
+    // Streams fail now; the socket closes once the GOAWAY is out (or after the linger timer).
+    this.#lost(`connection error ${errorCodeName(code)}: ${message}`, false);
+  }
+
+  // ---- receiving ------------------------------------------------------------------------------
+
+  #onData = (chunk: Uint8Array): void => {
+    if (this.#dead) return;
+    let buf = chunk;
+    if (this.#pending !== undefined) {
+      const p = this.#pending;
+      buf = new Uint8Array(p.length + chunk.length);
+      buf.set(p);
+      buf.set(chunk, p.length);
+      this.#pending = undefined;
+    }
+    let at = 0;
+    if (this.#prefaceLeft > 0) {
+      const start = PREFACE.length - this.#prefaceLeft;
+      const n = Math.min(this.#prefaceLeft, buf.length);
+      for (let i = 0; i < n; i++) {
+        if (buf[i] !== PREFACE[start + i]) {
+          this.#fatal(ErrorCode.PROTOCOL_ERROR, "the client did not start with the HTTP/2 preface");
+          return;
+        }
+      }
+      this.#prefaceLeft -= n;
+      at = n;
+    }
+    const limit = DEFAULT_MAX_FRAME_SIZE;
+    while (buf.length - at >= FRAME_HEADER_SIZE) {
+      const len = (buf[at] << 16) | (buf[at + 1] << 8) | buf[at + 2];
+      if (len > limit) {
+        this.#fatal(
+          ErrorCode.FRAME_SIZE_ERROR,
+          `frame of ${len} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${limit}`,
+        );
+        return;
+      }
+      if (buf.length - at - FRAME_HEADER_SIZE < len) break;
+      const type = buf[at + 3];
+      const flags = buf[at + 4];
+      const id = read32(buf, at + 5) & 0x7fffffff;
+      const payload = buf.subarray(at + FRAME_HEADER_SIZE, at + FRAME_HEADER_SIZE + len);
+      at += FRAME_HEADER_SIZE + len;
+      this.#frame(type, flags, id, payload);
+      if (this.#dead) return;
+    }
+    if (at < buf.length) this.#pending = buf.subarray(at);
+  };
+
+  #frame(type: number, flags: number, id: number, p: Uint8Array): void {
+    if (this.#continuation !== undefined && type !== FrameType.CONTINUATION) {
+      this.#fatal(
+        ErrorCode.PROTOCOL_ERROR,
+        `frame type ${type} inside a field block (CONTINUATION expected)`,
+      );
+      return;
+    }
+    if (!this.#remoteSettingsSeen && type !== FrameType.SETTINGS) {
+      this.#fatal(ErrorCode.PROTOCOL_ERROR, "the first frame must be SETTINGS");
+      return;
+    }
+    switch (type) {
+      case FrameType.DATA:
+        return this.#data(flags, id, p);
+      case FrameType.HEADERS:
+        return this.#headers(flags, id, p);
+      case FrameType.PRIORITY:
+        if (id === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
+        if (p.length !== 5) {
+          const s = this.#streams.get(id);
+          if (s) this.resetStream(s, ErrorCode.FRAME_SIZE_ERROR);
+        }
+        return;
+      case FrameType.RST_STREAM:
+        return this.#rst(id, p);
+      case FrameType.SETTINGS:
+        return this.#settings(flags, id, p);
+      case FrameType.PUSH_PROMISE:
+        return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PUSH_PROMISE, but push is disabled");
+      case FrameType.PING:
+        if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
+        if (p.length !== 8) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `PING of ${p.length} bytes`);
+        if ((flags & Flag.ACK) === 0) this.queueFrame(pingFrame(p, true));
+        return;
+      case FrameType.GOAWAY:
+        return this.#goaway(id, p);
+      case FrameType.WINDOW_UPDATE:
+        return this.#windowUpdate(id, p);
+      case FrameType.CONTINUATION:
+        return this.#continue(flags, id, p);
+      default:
+        return; // unknown frame types are ignored (RFC 9113 §4.1)
+    }
+  }
+
+  /** Whether `id` is a stream that never existed (idle) from our point of view. */
+  #idle(id: number): boolean {
+    const peerOpened = (id & 1) === (this.role === "server" ? 1 : 0);
+    return peerOpened ? id > this.#lastPeerId : id >= this.#nextId;
+  }
+
+  #data(flags: number, id: number, p: Uint8Array): void {
+    if (id === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "DATA on stream 0");
+    let data = p;
+    if (flags & Flag.PADDED) {
+      if (p.length === 0 || p[0] >= p.length) {
+        return this.#fatal(ErrorCode.PROTOCOL_ERROR, "DATA padding too long");
+      }
+      data = p.subarray(1, p.length - p[0]);
+    }
+    const len = p.length;
+    if (len > this.#connRecvWindow) {
+      return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "DATA beyond the connection window");
+    }
+    this.#connRecvWindow -= len;
+    this.#connUnacked += len;
+    if (this.#connUnacked >= this.#o.connectionWindow / 2) {
+      this.queueFrame(windowUpdateFrame(0, this.#connUnacked));
+      this.#connRecvWindow += this.#connUnacked;
+      this.#connUnacked = 0;
+    }
+    const s = this.#streams.get(id);
+    if (s === undefined) {
+      if (this.#idle(id)) return this.#fatal(ErrorCode.PROTOCOL_ERROR, `DATA on idle stream ${id}`);
+      return; // a stream we closed or reset: what was in flight is dropped
+    }
+    if (s.remoteEnded) {
+      this.resetStream(s, ErrorCode.STREAM_CLOSED);
+      return;
+    }
+    if (!s.headReceived) {
+      this.resetStream(s, ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    if (len > s.recvWindow) {
+      this.resetStream(s, ErrorCode.FLOW_CONTROL_ERROR);
+      return;
+    }
+    s.recvWindow -= len;
+    if (len !== data.length) s.recvWindow += len - data.length; // padding is returned at once
+    s.deliver(data, (flags & Flag.END_STREAM) !== 0);
+  }
+
+  #headers(flags: number, id: number, p: Uint8Array): void {
+    if (id === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "HEADERS on stream 0");
+    let start = 0;
+    let end = p.length;
+    if (flags & Flag.PADDED) {
+      if (p.length === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "HEADERS padding missing");
+      start = 1;
+      end -= p[0];
+    }
+    if (flags & Flag.PRIORITY) start += 5;
+    if (start > end) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "HEADERS padding or priority too long");
+    const fragment = p.subarray(start, end);
+    const endStream = (flags & Flag.END_STREAM) !== 0;
+    if (flags & Flag.END_HEADERS) {
+      this.#block(id, endStream, fragment);
+      return;
+    }
+    this.#continuation = { id, endStream, parts: [fragment.slice()], size: fragment.length };
+  }
+
+  #continue(flags: number, id: number, p: Uint8Array): void {
+    const c = this.#continuation;
+    if (c === undefined || c.id !== id) {
+      return this.#fatal(ErrorCode.PROTOCOL_ERROR, `CONTINUATION on stream ${id} without a field block`);
+    }
+    c.size += p.length;
+    if (c.size > blockLimit(this.#o.maxHeaderListSize)) {
+      return this.#fatal(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `field block over ${blockLimit(this.#o.maxHeaderListSize)} bytes`,
+      );
+    }
+    c.parts.push(p.slice());
+    if ((flags & Flag.END_HEADERS) === 0) return;
+    this.#continuation = undefined;
+    const block = new Uint8Array(c.size);
+    let at = 0;
+    for (const part of c.parts) {
+      block.set(part, at);
+      at += part.length;
+    }
+    this.#block(id, c.endStream, block);
+  }
+
+  #block(id: number, endStream: boolean, block: Uint8Array): void {
+    let fields: string[] | undefined;
+    let tooLarge: HeaderListTooLarge | undefined;
+    try {
+      fields = this.#decoder.decode(block);
+    } catch (e) {
+      if (e instanceof HeaderListTooLarge) tooLarge = e;
+      else if (e instanceof HpackError) return this.#fatal(ErrorCode.COMPRESSION_ERROR, e.message);
+      else throw e;
+    }
+    const s = this.#streams.get(id);
+    if (s !== undefined) {
+      if (tooLarge) {
+        this.resetStream(s, ErrorCode.ENHANCE_YOUR_CALM);
+        return;
+      }
+      if (s.remoteEnded) {
+        this.resetStream(s, ErrorCode.STREAM_CLOSED);
+        return;
+      }
+      if (!s.headReceived) {
+        // Client side: 1xx heads come first, then the response head.
+        if (s.onHead === undefined) {
+          this.resetStream(s, ErrorCode.PROTOCOL_ERROR);
+          return;
+        }
+        s.onHead(fields!, endStream);
+        if (endStream && !s.closed) s.deliver(EMPTY, true);
+        return;
+      }
+      if (!endStream) {
+        this.resetStream(s, ErrorCode.PROTOCOL_ERROR); // trailers must end the stream
+        return;
+      }
+      s.deliverTrailers(fields!);
+      return;
+    }
+    if (this.role === "client" || (id & 1) === 0) {
+      if (!this.#idle(id) && (id & 1) === (this.role === "client" ? 1 : 0)) return; // closed by us
+      return this.#fatal(ErrorCode.PROTOCOL_ERROR, `HEADERS on stream ${id}, which the peer may not open`);
+    }
+    if (id <= this.#lastPeerId) return; // a stream already closed (e.g. trailers after our reset)
+    this.#lastPeerId = id;
+    if (this.#goawaySent || this.#closeWhenIdle) {
+      this.queueFrame(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
+      return;
+    }
+    if (this.#active >= this.#o.maxConcurrentStreams) {
+      this.queueFrame(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
+      return;
+    }
+    const ns = new H2Stream(this, id, this.#peerInitialWindow, this.#o.initialWindowSize);
+    ns.headReceived = true;
+    if (endStream) ns.remoteEnded = true;
+    this.#streams.set(id, ns);
+    this.#active++;
+    if (tooLarge) this.#o.onStreamTooLarge?.(ns, tooLarge, endStream);
+    else this.#o.onStream?.(ns, fields!, endStream);
+  }
+
+  #rst(id: number, p: Uint8Array): void {
+    if (id === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "RST_STREAM on stream 0");
+    if (p.length !== 4) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `RST_STREAM of ${p.length} bytes`);
+    const s = this.#streams.get(id);
+    if (s === undefined) {
+      if (this.#idle(id)) this.#fatal(ErrorCode.PROTOCOL_ERROR, `RST_STREAM on idle stream ${id}`);
+      return;
+    }
+    // "Rapid reset" (CVE-2023-44487): opening and cancelling streams costs the peer nothing and
+    // us a request each, so a peer that cancels more than RESET_LIMIT per second is cut off.
+    if (this.role === "server") {
+      const now = performance.now();
+      if (now - this.#resetsSince > 1000) {
+        this.#resetsSince = now;
+        this.#resets = 0;
+      }
+      if (++this.#resets > RESET_LIMIT) {
+        return this.#fatal(ErrorCode.ENHANCE_YOUR_CALM, `more than ${RESET_LIMIT} streams reset in a second`);
+      }
+    }
+    const code = read32(p, 0);
+    this.#close(
+      s,
+      code === ErrorCode.REFUSED_STREAM ? { kind: "refused", code } : { kind: "reset", code, local: false },
+    );
+  }
+
+  #settings(flags: number, id: number, p: Uint8Array): void {
+    if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "SETTINGS on a stream");
+    if (flags & Flag.ACK) {
+      if (p.length !== 0) this.#fatal(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload");
+      return;
+    }
+    if (p.length % 6 !== 0) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `SETTINGS of ${p.length} bytes`);
+    for (let at = 0; at < p.length; at += 6) {
+      const key = (p[at] << 8) | p[at + 1];
+      const v = read32(p, at + 2);
+      switch (key) {
+        case Setting.HEADER_TABLE_SIZE:
+          this.#encoder.setMaxTableSize(Math.min(v, 4096));
+          break;
+        case Setting.ENABLE_PUSH:
+          if (v > 1) return this.#fatal(ErrorCode.PROTOCOL_ERROR, `SETTINGS_ENABLE_PUSH ${v}`);
+          break;
+        case Setting.MAX_CONCURRENT_STREAMS:
+          this.#peerMaxStreams = v;
+          break;
+        case Setting.INITIAL_WINDOW_SIZE: {
+          if (v > MAX_WINDOW) {
+            return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${v}`);
+          }
+          const delta = v - this.#peerInitialWindow;
+          this.#peerInitialWindow = v;
+          for (const s of this.#streams.values()) {
+            s.sendWindow += delta;
+            if (s.sendWindow > MAX_WINDOW) {
+              return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "stream window overflow after SETTINGS");
+            }
+            if (delta > 0) this.#wakeStream(s);
+          }
+          break;
+        }
+        case Setting.MAX_FRAME_SIZE:
+          if (v < DEFAULT_MAX_FRAME_SIZE || v > 16_777_215) {
+            return this.#fatal(ErrorCode.PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${v}`);
+          }
+          this.#peerMaxFrame = v;
+          break;
+        default:
+          break; // MAX_HEADER_LIST_SIZE is advisory; unknown settings are ignored
+      }
+    }
+    this.queueFrame(SETTINGS_ACK);
+    if (!this.#remoteSettingsSeen) {
+      this.#remoteSettingsSeen = true;
+      this.#wakeSlots();
+      this.#o.onRemoteSettings?.();
+    }
+  }
+
+  #goaway(id: number, p: Uint8Array): void {
+    if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream");
+    if (p.length < 8) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `GOAWAY of ${p.length} bytes`);
+    const last = read32(p, 0) & 0x7fffffff;
+    const code = read32(p, 4);
+    const debug = new TextDecoder().decode(p.subarray(8));
+    this.#goawayReceived = true;
+    this.#peerLastStreamId = Math.min(this.#peerLastStreamId, last);
+    this.#o.onGoaway?.(code, last, debug);
+    // Streams we opened above `last` were never processed: safe to retry elsewhere.
+    for (const s of [...this.#streams.values()]) {
+      const ours = (s.id & 1) === (this.role === "client" ? 1 : 0);
+      if (ours && s.id > this.#peerLastStreamId) this.#close(s, { kind: "refused", code });
+    }
+    this.#wakeSlots();
+    if (code !== ErrorCode.NO_ERROR) {
+      this.#o.log?.("debug", `h2 ${this.role}: peer sent GOAWAY ${errorCodeName(code)} ${debug}`);
+    }
+    if (this.#active === 0) this.#end();
+  }
+
+  /** Highest stream id the peer said it processed or may process (GOAWAY), else 2^31-1. */
+  get peerLastStreamId(): number {
+    return this.#peerLastStreamId;
+  }
+
+  #windowUpdate(id: number, p: Uint8Array): void {
+    if (p.length !== 4) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `WINDOW_UPDATE of ${p.length} bytes`);
+    const inc = read32(p, 0) & 0x7fffffff;
+    if (id === 0) {
+      if (inc === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
+      this.#connSendWindow += inc;
+      if (this.#connSendWindow > MAX_WINDOW) {
+        return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "connection window overflow");
+      }
+      const ws = this.#connWaiters;
+      this.#connWaiters = [];
+      for (const s of ws) this.#wakeStream(s);
+      return;
+    }
+    const s = this.#streams.get(id);
+    if (s === undefined) {
+      if (this.#idle(id)) this.#fatal(ErrorCode.PROTOCOL_ERROR, `WINDOW_UPDATE on idle stream ${id}`);
+      return;
+    }
+    if (inc === 0) {
+      this.resetStream(s, ErrorCode.PROTOCOL_ERROR);
+      return;
+    }
+    s.sendWindow += inc;
+    if (s.sendWindow > MAX_WINDOW) {
+      this.resetStream(s, ErrorCode.FLOW_CONTROL_ERROR);
+      return;
+    }
+    this.#wakeStream(s);
+  }
+
+  #wakeStream(s: H2Stream): void {
+    const w = s.sendWaiter;
+    if (w === undefined) return;
+    s.sendWaiter = undefined;
+    w.resolve();
+  }
+}
