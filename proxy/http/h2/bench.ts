@@ -58,9 +58,20 @@ interface Child {
   proc: Deno.ChildProcess;
 }
 
+/** `--prof=dir`: V8 tick logs of the proxy child, for `node --prof-process`. */
+const PROF_DIR = args.get("prof");
+
 async function spawn(extra: string[]): Promise<Child> {
   const proc = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, ...extra],
+    args: [
+      "run",
+      "-A",
+      ...(PROF_DIR && extra[0] === "--role=proxy"
+        ? [`--v8-flags=--prof,--no-logfile-per-isolate,--logfile=${PROF_DIR}/h2-hop-${Date.now()}.v8.log`]
+        : []),
+      new URL(import.meta.url).pathname,
+      ...extra,
+    ],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
