@@ -43,6 +43,8 @@ const KNEE_SECS = Number(Deno.env.get("BENCH_KNEE_SECONDS") ?? "2");
 const ONLY = new Set((Deno.env.get("BENCH_ONLY") ?? "l4,http1,grpc").split(",").map((s) => s.trim()));
 /** A directory for the weft proxies' V8 tick logs (`node --prof-process` reads them). */
 const PROF_DIR = Deno.env.get("BENCH_PROXY_PROF");
+/** Extra V8 flags for the weft proxies (comma-separated), to compare GC settings in one run. */
+const PROXY_V8_FLAGS = (Deno.env.get("BENCH_PROXY_V8_FLAGS") ?? "").split(",").filter((f) => f !== "");
 const PORT = 9000;
 const H1_PORT = 9100;
 const GRPC_PORT = 9200;
@@ -255,9 +257,16 @@ try {
         inboundPorts: [PORT, H1_PORT, GRPC_PORT].join(","),
         env: { LINKERD2_PROXY_LOG: "warn" },
         logFile: `${work}/proxy-${pod}.log`,
-        v8Flags: PROF_DIR
-          ? ["--prof", "--no-logfile-per-isolate", `--logfile=${PROF_DIR}/proxy-${pod}-${Date.now()}.v8.log`]
-          : undefined,
+        v8Flags: [
+          ...PROXY_V8_FLAGS,
+          ...(PROF_DIR
+            ? [
+              "--prof",
+              "--no-logfile-per-isolate",
+              `--logfile=${PROF_DIR}/proxy-${pod}-${Date.now()}.v8.log`,
+            ]
+            : []),
+        ],
       })
     );
     for (const pod of ["a", "b"]) {
@@ -470,6 +479,8 @@ try {
   cp.stop();
   await pods?.cleanup();
   await uidDeno?.remove();
-  await Deno.remove(work, { recursive: true });
+  // BENCH_KEEP_WORK=1 keeps the logs (proxies, nginx, servers) for a look afterwards.
+  if (Deno.env.get("BENCH_KEEP_WORK")) console.error(`work directory kept: ${work}`);
+  else await Deno.remove(work, { recursive: true });
 }
 console.log(JSON.stringify(result));
