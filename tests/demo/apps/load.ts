@@ -180,6 +180,10 @@ const metrics = Deno.serve(
 onTerm(async () => {
   clearInterval(timer);
   clearInterval(summary);
+  // Close the gRPC channel only once its calls have ended: closing sends GOAWAY, and Deno 2.9.6's
+  // node:http2 aborts the process (nghttp2 assertion) on a GOAWAY while streams are open.
+  const deadline = Date.now() + timeoutMs;
+  while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   grpcClient?.close();
   stop.abort();
   await metrics.finished;
