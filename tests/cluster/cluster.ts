@@ -26,7 +26,13 @@ import {
   STATE_DIR,
 } from "./config.ts";
 import { exec, exists, must, sleep, waitFor } from "./exec.ts";
-import { ensureFirstJump, ensurePackages, prepareHost, teardownNetwork, unmountBelow } from "./host.ts";
+import {
+  ensureFirstJumpAfterKubeProxy,
+  ensurePackages,
+  prepareHost,
+  teardownNetwork,
+  unmountBelow,
+} from "./host.ts";
 import { ensurePki } from "./pki.ts";
 import { type Binaries, processSpecs, writeConfigs } from "./components.ts";
 import { killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
@@ -245,7 +251,7 @@ export async function up(log: Log): Promise<UpResult> {
   // Before the first pod: the sandbox image must be there, or the CRI would try to pull it.
   await importImages(images, CONTAINERD_SOCKET, log);
   await startComponents(bins, log);
-  await ensureFirstJump();
+  await ensureFirstJumpAfterKubeProxy();
   await waitNodeReady(log);
   await applyAddons(log);
   log(`up: cluster ready in ${((Date.now() - t0) / 1000).toFixed(0)}s (${API_URL})`);

@@ -2,6 +2,7 @@
 
 import { isRunning, unavailableReason, up } from "./cluster.ts";
 import { ADMIN_KUBECONFIG } from "./config.ts";
+import { ensureFirstJump } from "./host.ts";
 
 /** Whether the local cluster is up: every component runs and the API server answers ready. */
 export async function isClusterRunning(): Promise<boolean> {
@@ -17,7 +18,11 @@ export async function ensureCluster(
 ): Promise<{ kubeconfig: string } | { unavailable: string }> {
   const reason = unavailableReason();
   if (reason) return { unavailable: reason };
-  if (await isRunning()) return { kubeconfig: ADMIN_KUBECONFIG };
+  if (await isRunning()) {
+    // A kube-proxy restart may have put its jumps in front of the isolation chain.
+    await ensureFirstJump();
+    return { kubeconfig: ADMIN_KUBECONFIG };
+  }
   const r = await up(opts.log);
   return { kubeconfig: r.kubeconfig };
 }

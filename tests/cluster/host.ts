@@ -141,6 +141,29 @@ export async function installIsolation() {
   if ((await exec("ip6tables", ["-w", "-C", ...v6])).code !== 0) await must("ip6tables", ["-w", "-I", ...v6]);
 }
 
+/** The chains kube-proxy (iptables mode) jumps to from FORWARD; it inserts each one at the top when missing. */
+const KUBE_PROXY_FORWARD_JUMPS = [
+  "KUBE-PROXY-FIREWALL",
+  "KUBE-FORWARD",
+  "KUBE-SERVICES",
+  "KUBE-EXTERNAL-SERVICES",
+];
+
+/**
+ * kube-proxy prepends its own FORWARD jumps at its first syncs, which can come after the cluster's components
+ * report healthy (seen on a cold machine). Waits (bounded) for them, then puts ours back in front.
+ */
+export async function ensureFirstJumpAfterKubeProxy(timeoutMs = 60_000) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const rules = await must("iptables", ["-w", "-S", "FORWARD"]);
+    if (KUBE_PROXY_FORWARD_JUMPS.every((c) => rules.includes(`-j ${c}`))) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  // Even if kube-proxy never synced, our jump must be first.
+  await ensureFirstJump();
+}
+
 /** kube-proxy prepends its own FORWARD jumps; put ours back in front so it is evaluated first. */
 export async function ensureFirstJump() {
   const jump = ["-j", ISOLATION_CHAIN, ...COMMENT];
