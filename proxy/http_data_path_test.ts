@@ -25,6 +25,8 @@ import { msDuration } from "./http/route/duration.ts";
 import type { HttpRouteMatch } from "../proto/gen/http_route.ts";
 import { adminGet, applyInit, denoRun, startProxy, startRelay, waitForLine } from "./testing/mesh_pods.ts";
 import { metric, until } from "./testing/poll.ts";
+import { detectHttp } from "./http/detect.ts";
+import { HOSTILE_CORPUS } from "./http/h1/hostile_corpus.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("HTTP data path tests skipped: network namespaces and iptables need root");
@@ -529,6 +531,45 @@ Deno.test({
         "HTTP connections are counted too",
       );
     })) || failed;
+    failed = !(await t.step(
+      "hostile HTTP/1 requests through the outbound proxy: each gets its status and a closed connection, others unaffected",
+      async () => {
+        // What the proxy detects as HTTP/1 reaches its codec; the rest (no request line) is
+        // forwarded as opaque bytes, and the dribbled slowloris needs the 10 s header timeout:
+        // those stay in the codec's own test (h1/server_test.ts).
+        const latin1 = (w: string) => Uint8Array.from(w, (ch) => ch.charCodeAt(0));
+        const corpus = HOSTILE_CORPUS.flatMap(([name, wire, status]) =>
+          typeof wire === "string" && detectHttp(latin1(wire)) === "http1" ? [{ name, wire, status }] : []
+        );
+        assert.ok(corpus.length >= 20, `${corpus.length} corpus requests are detected as HTTP/1`);
+        const [hostile, good] = await Promise.all([
+          app<
+            { name: string; status?: number; connection?: string; proxyError?: string; closed?: boolean }[]
+          >(
+            "a",
+            "raw",
+            JSON.stringify({
+              host: B.ip,
+              port: 7001,
+              requests: corpus.map(({ name, wire }) => ({ name, wire })),
+            }),
+          ),
+          load({ url: `http://${B.ip}:7001/good`, n: 100 }),
+        ]);
+        for (const { name, status } of corpus) {
+          const r = hostile.find((h) => h.name === name);
+          assert.equal(r?.status, status, `${name}: ${JSON.stringify(r)}`);
+          assert.equal(r?.connection, "close", `${name}: connection: close`);
+          assert.ok(r?.proxyError, `${name}: l5d-proxy-error says why`);
+          assert.equal(r?.closed, true, `${name}: the proxy closed the connection`);
+        }
+        assert.deepEqual(good.statuses, { 200: 100 }, "the well-behaved client on another connection");
+        const seen = await load({ url: `http://${B.ip}:7001/seen-paths`, n: 1 });
+        const paths = seen.first.body.paths as string[];
+        assert.ok(paths.includes("/good"), "the backend's record of paths works");
+        assert.ok(!paths.some((p) => p.includes("smuggled")), "no smuggled request reached the backend");
+      },
+    )) || failed;
     // Deno 2.9.6's node:http2 server aborted its process here in about half the runs (an nghttp2
     // assertion on GOAWAY); the proxy's own HTTP/2 framing must take a client's GOAWAY calmly.
     failed = !(await t.step({

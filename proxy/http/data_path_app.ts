@@ -13,6 +13,8 @@
  *                             /weft.test.Echo/Slow answers after N ms
  *   http-load <json>          {url, n, method?, body?, headers?}: n requests over one kept-alive
  *                             connection; prints {statuses, ports, first}
+ *   raw <json>                {host, port, requests: [{name, wire}]}: each wire (latin1) on a new
+ *                             connection; prints [{name, status, connection, proxyError, closed}]
  *   grpc-call <json>          {addr, n, concurrency?, stream?, close?, slowMs?}: n unary calls
  *                             (to Slow with `slowMs` when given)
  *                             (`concurrency` at a time) then one server stream of `stream`
@@ -22,6 +24,7 @@
 import * as grpc from "@grpc/grpc-js";
 import * as http from "node:http";
 import { Buffer } from "node:buffer";
+import { RawClient } from "./h1/testing.ts";
 
 const raw = {
   requestSerialize: (b: Buffer) => b,
@@ -42,12 +45,18 @@ function print(o: unknown): void {
 function httpServer(ports: number[]): void {
   const failing = new Set<number>();
   const seen = new Map<string, number>();
+  const paths: string[] = [];
   for (const port of ports) {
     const s = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", async () => {
         const path = req.url ?? "";
+        if (path === "/seen-paths") {
+          res.end(JSON.stringify({ port, paths }));
+          return;
+        }
+        paths.push(path);
         if (path === "/toggle-fail") {
           if (failing.has(port)) failing.delete(port);
           else failing.add(port);
@@ -245,6 +254,30 @@ async function grpcCall(
   client.close();
 }
 
+/** Sends each raw request on its own connection and reports the answer and whether the peer closed. */
+async function rawRequests(spec: { host: string; port: number; requests: { name: string; wire: string }[] }) {
+  const out = [];
+  for (const { name, wire } of spec.requests) {
+    const c = await RawClient.connect(spec.port, spec.host);
+    try {
+      c.send(wire);
+      const r = await c.response();
+      out.push({
+        name,
+        status: r.status,
+        connection: r.headers["connection"],
+        proxyError: r.headers["l5d-proxy-error"],
+        closed: await c.serverClosed(),
+      });
+    } catch (e) {
+      out.push({ name, error: (e as Error).message });
+    } finally {
+      c.destroy();
+    }
+  }
+  print(out);
+}
+
 const [mode, ...args] = Deno.args;
 switch (mode) {
   case "http-server":
@@ -258,6 +291,9 @@ switch (mode) {
     break;
   case "grpc-call":
     await grpcCall(JSON.parse(args[0]));
+    break;
+  case "raw":
+    await rawRequests(JSON.parse(args[0]));
     break;
   default:
     console.error(`unknown mode ${mode}`);

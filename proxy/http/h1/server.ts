@@ -357,6 +357,15 @@ class ServerConn implements BodyOwner {
       if (!this.#closed) this.#report(e);
       res = errorResponse(e);
     }
+    // A request body the client framed wrongly is the client's error, whatever the service made
+    // of the broken upload (a proxy sees its upstream reset): answer it as a bad head is answered.
+    const bodyError = wire?.failure;
+    if (bodyError instanceof H1ParseError && !this.#closed && res.status !== bodyError.status) {
+      this.#report(bodyError);
+      res.body.cancel();
+      res.upgrade?.destroy();
+      res = errorResponse(bodyError);
+    }
     if (this.#closed) {
       res.body.cancel();
       res.upgrade?.destroy();

@@ -8,6 +8,7 @@ import {
   type HttpService,
   textResponse,
 } from "../message.ts";
+import { H, HOSTILE_CORPUS } from "./hostile_corpus.ts";
 import { RawClient, sleep, startServer } from "./testing.ts";
 import { listenTcp } from "../../transport/listen.ts";
 import { peek } from "../../transport/peek.ts";
@@ -33,77 +34,6 @@ function echoService(seen: string[] = []): HttpService {
   };
 }
 
-const H = "Host: t\r\n";
-
-/** Each hostile request, the status it must get; the server must then close the connection. */
-const CORPUS: [string, string | string[], number][] = [
-  [
-    "CL.TE smuggling",
-    `POST / HTTP/1.1\r\n${H}Content-Length: 13\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\n${H}\r\n`,
-    400,
-  ],
-  [
-    "TE.CL smuggling",
-    `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n5c\r\nGET /smuggled HTTP/1.1\r\n${H}\r\n0\r\n\r\n`,
-    400,
-  ],
-  [
-    "TE.TE: second TE not chunked",
-    `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\nTransfer-Encoding: cow\r\n\r\n0\r\n\r\n`,
-    400,
-  ],
-  ["TE.TE: space before colon", `POST / HTTP/1.1\r\n${H}Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n`, 400],
-  ["TE.TE: xchunked", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n`, 400],
-  [
-    "TE.TE: tab-prefixed value line (obs-fold)",
-    `POST / HTTP/1.1\r\n${H}Transfer-Encoding:\r\n\tchunked\r\n\r\n0\r\n\r\n`,
-    400,
-  ],
-  ["TE.TE: vertical tab", `POST / HTTP/1.1\r\n${H}Transfer-Encoding:\x0bchunked\r\n\r\n0\r\n\r\n`, 400],
-  [
-    "TE gzip, chunked (unsupported coding)",
-    `POST / HTTP/1.1\r\n${H}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`,
-    501,
-  ],
-  [
-    "differing Content-Length",
-    `POST / HTTP/1.1\r\n${H}Content-Length: 1\r\nContent-Length: 2\r\n\r\nab`,
-    400,
-  ],
-  ["obs-fold", `GET / HTTP/1.1\r\n${H}X-A: 1\r\n folded\r\n\r\n`, 400],
-  ["bare LF", `GET / HTTP/1.1\n${H.replace("\r", "")}\n`, 400],
-  ["bare LF between fields", `GET / HTTP/1.1\r\nHost: t\nX: 1\r\n\r\n`, 400],
-  ["invalid header name", `GET / HTTP/1.1\r\n${H}X[1]: 1\r\n\r\n`, 400],
-  ["control char in value", `GET / HTTP/1.1\r\n${H}X-A: a\x01b\r\n\r\n`, 400],
-  ["malformed request line", `GET /\r\n${H}\r\n`, 400],
-  ["not HTTP at all", `\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n`, 400],
-  ["HTTP/2.0 request line", `GET / HTTP/2.0\r\n${H}\r\n`, 505],
-  ["HTTP/1.1 without Host", `GET / HTTP/1.1\r\nX-A: 1\r\n\r\n`, 400],
-  ["two Host fields", `GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n`, 400],
-  ["head too large", `GET / HTTP/1.1\r\n${H}X-Big: ${"a".repeat(70 * 1024)}\r\n\r\n`, 431],
-  ["too many headers", `GET / HTTP/1.1\r\n${H}${"X-Many: 1\r\n".repeat(101)}\r\n`, 431],
-  ["CONNECT", `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`, 501],
-  ["bad chunk size in body", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\nzz\r\n`, 400],
-  [
-    "chunk data without CRLF",
-    `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n`,
-    400,
-  ],
-  ["unsupported expectation", `GET / HTTP/1.1\r\n${H}Expect: teapot\r\n\r\n`, 417],
-  ["slowloris (head dribbled past the header timeout)", [
-    "GET / HTTP/1.1\r\n",
-    "X",
-    "-",
-    "A",
-    ":",
-    " ",
-    "1",
-    "\r",
-    "\n",
-    "X",
-  ], 408],
-];
-
 Deno.test("hostile corpus: exact status and a closed connection each, while a keep-alive client keeps getting 200", async () => {
   const seen: string[] = [];
   const server = await startServer(echoService(seen), { headerTimeoutMs: 300 });
@@ -121,7 +51,7 @@ Deno.test("hostile corpus: exact status and a closed connection each, while a ke
     }
   })();
   try {
-    for (const [name, wire, want] of CORPUS) {
+    for (const [name, wire, want] of HOSTILE_CORPUS) {
       const c = await RawClient.connect(server.port);
       if (typeof wire === "string") c.send(wire);
       else {
@@ -146,7 +76,7 @@ Deno.test("hostile corpus: exact status and a closed connection each, while a ke
     await server.close();
   }
   assert.equal(goodFail, "");
-  assert.ok(goodOk >= CORPUS.length, `the keep-alive client got ${goodOk} answers`);
+  assert.ok(goodOk >= HOSTILE_CORPUS.length, `the keep-alive client got ${goodOk} answers`);
 });
 
 Deno.test("server: pipelined requests are answered in order on one connection", async () => {
@@ -417,5 +347,29 @@ Deno.test("server: takes over a socket after detection peeked and put back its f
     c.destroy();
     await Promise.all(done);
     await l.close();
+  }
+});
+
+Deno.test("server: a malformed request body is answered 400 even when the service fails with its own status", async () => {
+  // As a proxy does: the upload breaks, the upstream resets, and the service rejects with 502.
+  const server = await startServer(async (req) => {
+    try {
+      await readText(req);
+    } catch {
+      throw new HttpError(502, "upstream reset the stream", "i/o");
+    }
+    return textResponse(200, "read it all");
+  });
+  const c = await RawClient.connect(server.port);
+  try {
+    c.send(`POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\nzz\r\n`);
+    const r = await c.response();
+    assert.equal(r.status, 400, r.body);
+    assert.equal(r.headers["connection"], "close");
+    assert.match(r.headers["l5d-proxy-error"], /chunk/);
+    assert.ok(await c.serverClosed());
+  } finally {
+    c.destroy();
+    await server.close();
   }
 });

@@ -77,9 +77,9 @@ export class RawClient {
     );
   }
 
-  static connect(port: number): Promise<RawClient> {
+  static connect(port: number, host = "127.0.0.1"): Promise<RawClient> {
     return new Promise((resolve, reject) => {
-      const s = net.connect({ host: "127.0.0.1", port, allowHalfOpen: true, noDelay: true });
+      const s = net.connect({ host, port, allowHalfOpen: true, noDelay: true });
       s.once("connect", () => resolve(new RawClient(s)));
       s.once("error", reject);
     });
