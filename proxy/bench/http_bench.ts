@@ -1,7 +1,7 @@
 /**
  * The HTTP part of `deno task bench:dataplane`: HTTP/1.1 and gRPC through each path the L4 part
  * sets up (direct, the weft proxy pair, the nginx pair), with the open-loop generator in
- * http_load.ts. Per path and protocol: latency at fixed rates (100/s and 1,000/s), then a search
+ * http_load.ts. Per path and protocol: a warm-up run, latency at fixed rates (100/s and 1,000/s), then a search
  * for the highest rate it sustains (the knee), with the proxies' CPU time read from /proc around
  * every run so throughput can be given per proxy core, and CPU per 1,000 requests.
  */
@@ -31,6 +31,12 @@ export interface HttpBenchOptions {
   secs: number;
   /** Seconds per knee-search step. */
   kneeSecs: number;
+  /**
+   * Seconds at 1,000/s through each path before its measured runs: the proxies' JIT, connections
+   * and discovery warm up, so the fixed-rate figures are the steady state. This run's p99 is
+   * reported as `<proto>_<path>_cold_p99_ms_at_1000rps`.
+   */
+  warmupSecs: number;
   h1Connections: number;
   grpcConnections: number;
 }
@@ -138,6 +144,11 @@ export async function runHttpBench(o: HttpBenchOptions): Promise<Record<string, 
     for (const p of o.paths) {
       const k = `${key}_${p.name}`;
       const fixed: string[] = [];
+      if (o.warmupSecs > 0) {
+        const w = await load(o, p, proto, 1000, o.warmupSecs);
+        out[`${k}_cold_p99_ms_at_1000rps`] = w.p99_ms;
+        fixed.push(`warm-up 1000/s p99 ${w.p99_ms} ms`);
+      }
       for (const rate of FIXED_RATES) {
         const s = await load(o, p, proto, rate, o.secs);
         out[`${k}_p50_ms_at_${rate}rps`] = s.p50_ms;

@@ -18,7 +18,8 @@
  * The weft pair carries HTTP as whatever its proxies make of it: today the L4 forwarding passes
  * the bytes; once the proxies detect HTTP themselves the same run measures the HTTP layer (the
  * summary says which, from the proxies' request_total). Durations: BENCH_SECONDS (L4 measures,
- * default 4), BENCH_HTTP_SECONDS (fixed-rate runs, default 5), BENCH_KNEE_SECONDS (knee steps,
+ * default 4), BENCH_HTTP_WARMUP_SECONDS (unmeasured 1,000/s run per path before the HTTP figures,
+ * default 3), BENCH_HTTP_SECONDS (fixed-rate runs, default 5), BENCH_KNEE_SECONDS (knee steps,
  * default 2). Prints a summary, then one JSON object as the last line.
  */
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
@@ -39,6 +40,7 @@ const SECS = Number(Deno.env.get("BENCH_SECONDS") ?? "4");
 const RATE = Number(Deno.env.get("BENCH_RATE") ?? "400");
 const HTTP_SECS = Number(Deno.env.get("BENCH_HTTP_SECONDS") ?? "5");
 const KNEE_SECS = Number(Deno.env.get("BENCH_KNEE_SECONDS") ?? "2");
+const HTTP_WARMUP_SECS = Number(Deno.env.get("BENCH_HTTP_WARMUP_SECONDS") ?? "3");
 /** For working on one part: "l4", "http1", "grpc" (comma-separated); default all. */
 const ONLY = new Set((Deno.env.get("BENCH_ONLY") ?? "l4,http1,grpc").split(",").map((s) => s.trim()));
 /** A directory for the weft proxies' V8 tick logs (`node --prof-process` reads them). */
@@ -453,6 +455,7 @@ try {
       grpc: grpc && ONLY.has("grpc"),
       secs: HTTP_SECS,
       kneeSecs: KNEE_SECS,
+      warmupSecs: HTTP_WARMUP_SECS,
       h1Connections: 16,
       grpcConnections: 4,
     }),
@@ -473,6 +476,7 @@ try {
   result.grpc_max_rps_per_core = num("grpc_mesh_rps_per_core");
   result.grpc_reference_max_rps_per_core = num("grpc_reference_rps_per_core");
   result.http_seconds_per_rate = HTTP_SECS;
+  result.http_warmup_seconds = HTTP_WARMUP_SECS;
   result.http_knee_seconds_per_step = KNEE_SECS;
   result.http_metrics_ns_per_request = Number(httpMetricsNsPerRequest().toFixed(0));
 } finally {
