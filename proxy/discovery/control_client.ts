@@ -23,6 +23,12 @@ export function controlCredentials(svc: ControlService, store: CertStore): grpc.
   return grpc.experimental.createCertificateProviderChannelCredentials(provider, provider);
 }
 
+/**
+ * grpc-js otherwise sends a DNS TXT query (for a gRPC service config) with every resolution of a
+ * control-plane name, straight to the resolver; the control plane publishes none, as in Linkerd.
+ */
+export const NO_DNS_SERVICE_CONFIG = { "grpc.service_config_disable_resolution": 1 } as const;
+
 export function controlChannelOptions(svc: ControlService, backoff: Backoff): grpc.ChannelOptions {
   const opts: grpc.ChannelOptions = {
     "grpc.keepalive_time_ms": 10_000,
@@ -30,6 +36,7 @@ export function controlChannelOptions(svc: ControlService, backoff: Backoff): gr
     // The channel's own reconnect pacing follows the proxy's backoff settings.
     "grpc.initial_reconnect_backoff_ms": backoff.minMs,
     "grpc.max_reconnect_backoff_ms": backoff.maxMs,
+    ...NO_DNS_SERVICE_CONFIG,
   };
   if (!svc.plaintext && svc.name) opts["grpc.ssl_target_name_override"] = svc.name;
   return opts;

@@ -65,3 +65,13 @@ Deno.test("control client: a channel made before certification waits, then prese
     server.forceShutdown();
   }
 });
+
+Deno.test("control channels turn off grpc-js's DNS TXT (service config) lookups", () => {
+  // Deno's node:dns ignores per-resolver servers, so the query itself cannot be observed on
+  // loopback here; the option is what grpc-js checks before every TXT lookup.
+  for (const plaintext of [true, false]) {
+    const svc = { addr: { host: "destination.weft.test", port: 8086 }, name: "d.test", plaintext };
+    const opts = controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 });
+    assert.equal(opts["grpc.service_config_disable_resolution"], 1);
+  }
+});

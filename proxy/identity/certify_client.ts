@@ -6,6 +6,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import type { PeerCertificate } from "node:tls";
+import { NO_DNS_SERVICE_CONFIG } from "../discovery/control_client.ts";
 import { type CertifyRequest, type CertifyResponse, IdentityClient } from "../../proto/gen/identity.ts";
 
 /** 127.0.0.0/8, ::1, or exactly `localhost.` (with the dot), as the proxy's `is_loopback`. */
@@ -66,6 +67,7 @@ export function createCertifyClient(
       "grpc.dns_min_time_between_resolutions_ms": 1000,
       "grpc.initial_reconnect_backoff_ms": 200,
       "grpc.max_reconnect_backoff_ms": 5000,
+      ...NO_DNS_SERVICE_CONFIG,
     });
   }
   return {
