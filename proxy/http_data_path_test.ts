@@ -532,6 +532,24 @@ Deno.test({
       );
     })) || failed;
     failed = !(await t.step(
+      "an HTTP/1.1 Upgrade through both proxies switches protocols and carries bytes both ways",
+      async () => {
+        const r = await app<
+          { status: number; headers: Record<string, string>; echoes: string[]; closed: boolean }
+        >(
+          "a",
+          "upgrade",
+          JSON.stringify({ host: B.ip, port: 7001, messages: ["hello", "x".repeat(20_000), "bye"] }),
+        );
+        assert.equal(r.status, 101, JSON.stringify(r));
+        assert.equal(r.headers["upgrade"], "echo");
+        assert.equal(r.echoes.length, 3, JSON.stringify(r).slice(0, 300));
+        assert.match(r.headers["x-port"], /^700[12]$/, "the app's own 101 came through");
+        assert.deepEqual(r.echoes, ["hello", "x".repeat(20_000), "bye"], "bytes arrive whole and in order");
+        assert.ok(r.closed, "the client's half-close reached the app, whose close came back");
+      },
+    )) || failed;
+    failed = !(await t.step(
       "hostile HTTP/1 requests through the outbound proxy: each gets its status and a closed connection, others unaffected",
       async () => {
         // What the proxy detects as HTTP/1 reaches its codec; the rest (no request line) is

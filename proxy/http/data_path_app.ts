@@ -13,6 +13,8 @@
  *                             /weft.test.Echo/Slow answers after N ms
  *   http-load <json>          {url, n, method?, body?, headers?}: n requests over one kept-alive
  *                             connection; prints {statuses, ports, first}
+ *   upgrade <json>            {host, port, messages}: `GET /ws` with `Upgrade: echo`, then each
+ *                             message and its echo; prints {status, headers, echoes, closed}
  *   raw <json>                {host, port, requests: [{name, wire}]}: each wire (latin1) on a new
  *                             connection; prints [{name, status, connection, proxyError, closed}]
  *   grpc-call <json>          {addr, n, concurrency?, stream?, close?, slowMs?}: n unary calls
@@ -24,6 +26,7 @@
 import * as grpc from "@grpc/grpc-js";
 import * as http from "node:http";
 import { Buffer } from "node:buffer";
+import type { Duplex } from "node:stream";
 import { RawClient } from "./h1/testing.ts";
 
 const raw = {
@@ -85,6 +88,21 @@ function httpServer(ports: number[]): void {
           seen: n,
         }));
       });
+    });
+    // `Upgrade: echo` switches to a byte echo; the 101 names the port.
+    s.on("upgrade", (req: http.IncomingMessage, sock: Duplex, head: Buffer) => {
+      if (req.headers.upgrade !== "echo") {
+        sock.end("HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        return;
+      }
+      sock.write(
+        `HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: upgrade\r\nx-port: ${port}\r\n\r\n`,
+      );
+      const echo = (b: Buffer) => sock.write(b);
+      if (head.length > 0) echo(head);
+      sock.on("data", echo);
+      sock.on("end", () => sock.end());
+      sock.on("error", () => {});
     });
     s.keepAliveTimeout = 60_000;
     s.listen(port, "0.0.0.0");
@@ -278,6 +296,30 @@ async function rawRequests(spec: { host: string; port: number; requests: { name:
   print(out);
 }
 
+/** An HTTP/1.1 Upgrade, then bytes both ways on the switched connection, then a half-close. */
+async function upgradeEcho(spec: { host: string; port: number; messages: string[] }) {
+  const c = await RawClient.connect(spec.port, spec.host);
+  try {
+    c.send(
+      `GET /ws HTTP/1.1\r\nhost: ${spec.host}:${spec.port}\r\nupgrade: echo\r\nconnection: upgrade\r\n\r\n`,
+    );
+    const head = await c.response({ head: true });
+    const echoes: string[] = [];
+    if (head.status === 101) {
+      for (const m of spec.messages) {
+        c.send(m);
+        // Wait until this one has come back whole.
+        if (!await c.waitFor((s) => s.length >= m.length)) break;
+        echoes.push(c.take());
+      }
+      c.sock.end();
+    }
+    print({ status: head.status, headers: head.headers, echoes, closed: await c.serverClosed() });
+  } finally {
+    c.destroy();
+  }
+}
+
 const [mode, ...args] = Deno.args;
 switch (mode) {
   case "http-server":
@@ -294,6 +336,9 @@ switch (mode) {
     break;
   case "raw":
     await rawRequests(JSON.parse(args[0]));
+    break;
+  case "upgrade":
+    await upgradeEcho(JSON.parse(args[0]));
     break;
   default:
     console.error(`unknown mode ${mode}`);

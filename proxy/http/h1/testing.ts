@@ -96,6 +96,13 @@ export class RawClient {
     return this.#buf;
   }
 
+  /** Returns everything received and not yet consumed, and consumes it. */
+  take(): string {
+    const s = this.#buf;
+    this.#buf = "";
+    return s;
+  }
+
   send(data: string | Uint8Array): void {
     if (typeof data === "string") this.sock.write(data, "latin1");
     else this.sock.write(data);
