@@ -16,46 +16,110 @@ import { ClusterState } from "./cluster_state.ts";
 import { defaultConfig } from "./config.ts";
 import { serveDestination } from "./server.ts";
 
-function flags(args: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const a of args) {
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
-    if (!m) throw new Error(`destination: unknown argument "${a}" (want --flag=value)`);
-    out.set(m[1], m[2] ?? "true");
-  }
-  return out;
+const FLAGS = [
+  "addr",
+  "admin-addr",
+  "cluster-domain",
+  "controller-namespace",
+  "identity-trust-domain",
+  "default-opaque-ports",
+  "kubeconfig",
+  "watch-servers",
+] as const;
+
+/** Flags and environment resolved into what `main` needs; every bad value names itself. */
+export interface DestinationMainConfig {
+  host: string;
+  port: number;
+  adminHost: string;
+  adminPort: number;
+  clusterDomain: string;
+  controlPlaneNamespace: string;
+  trustDomain: string;
+  defaultOpaquePorts: number[] | undefined;
+  kubeconfig: string | undefined;
+  watchServers: boolean;
 }
 
 function hostPort(text: string, what: string): [string, number] {
   const i = text.lastIndexOf(":");
   const port = Number(text.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+  if (i < 0 || text.slice(i + 1) === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
     throw new Error(`destination: ${what} "${text}" is not host:port`);
   }
   return [text.slice(0, i).replace(/^\[|\]$/g, ""), port];
 }
 
-export async function main(args: string[]): Promise<void> {
-  const f = flags(args);
-  const get = (flag: string, env: string) => f.get(flag) ?? Deno.env.get(env);
+/** Parses `--flag=value` arguments (flags win over the environment variables named beside them). */
+export function parseDestinationArgs(
+  args: string[],
+  env: Record<string, string | undefined>,
+): DestinationMainConfig {
+  const f = new Map<string, string>();
+  for (const a of args) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+    if (!m) throw new Error(`destination: unknown argument "${a}" (want --flag=value)`);
+    if (!(FLAGS as readonly string[]).includes(m[1])) {
+      throw new Error(`destination: unknown flag --${m[1]}; known: ${FLAGS.map((k) => `--${k}`).join(" ")}`);
+    }
+    f.set(m[1], m[2] ?? "true");
+  }
+  const get = (flag: string, name: string) => f.get(flag) ?? env[name];
   const opaque = get("default-opaque-ports", "DEFAULT_OPAQUE_PORTS");
-  const config = defaultConfig({
+  let defaultOpaquePorts: number[] | undefined;
+  if (opaque !== undefined) {
+    defaultOpaquePorts = opaque.split(",").map((x) => x.trim()).filter((x) => x !== "").map((x) => {
+      const n = Number(x);
+      if (!/^\d+$/.test(x) || n < 1 || n > 65535) {
+        throw new Error(
+          `destination: --default-opaque-ports: "${x}" is not a port number (1-65535; ranges are not taken here)`,
+        );
+      }
+      return n;
+    });
+  }
+  const watch = f.get("watch-servers") ?? "true";
+  if (watch !== "true" && watch !== "false") {
+    throw new Error(`destination: --watch-servers must be true or false, got "${watch}"`);
+  }
+  const [host, port] = hostPort(f.get("addr") ?? `0.0.0.0:${Ports.destination}`, "--addr");
+  const [adminHost, adminPort] = hostPort(f.get("admin-addr") ?? "0.0.0.0:9996", "--admin-addr");
+  return {
+    host,
+    port,
+    adminHost,
+    adminPort,
     clusterDomain: get("cluster-domain", "CLUSTER_DOMAIN") ?? "cluster.local",
     controlPlaneNamespace: get("controller-namespace", "CONTROLLER_NAMESPACE") ??
       DEFAULT_CONTROL_PLANE_NAMESPACE,
     trustDomain: get("identity-trust-domain", "IDENTITY_TRUST_DOMAIN") ?? "cluster.local",
-    ...(opaque !== undefined
-      ? { defaultOpaquePorts: opaque.split(",").filter((s) => s.trim() !== "").map((s) => Number(s.trim())) }
-      : {}),
+    defaultOpaquePorts,
+    kubeconfig: get("kubeconfig", "KUBECONFIG"),
+    watchServers: watch === "true",
+  };
+}
+
+export async function main(args: string[]): Promise<void> {
+  let c: DestinationMainConfig;
+  try {
+    c = parseDestinationArgs(args, Deno.env.toObject());
+  } catch (e) {
+    console.error((e as Error).message);
+    Deno.exit(2);
+  }
+  const config = defaultConfig({
+    clusterDomain: c.clusterDomain,
+    controlPlaneNamespace: c.controlPlaneNamespace,
+    trustDomain: c.trustDomain,
+    ...(c.defaultOpaquePorts !== undefined ? { defaultOpaquePorts: c.defaultOpaquePorts } : {}),
   });
-  const [host, port] = hostPort(f.get("addr") ?? `0.0.0.0:${Ports.destination}`, "--addr");
-  const [adminHost, adminPort] = hostPort(f.get("admin-addr") ?? "0.0.0.0:9996", "--admin-addr");
-  const kc = loadKubeConfig(get("kubeconfig", "KUBECONFIG"));
+  const { host, port, adminHost, adminPort } = c;
+  const kc = loadKubeConfig(c.kubeconfig);
   const registry = new Registry();
   const state = new ClusterState({
     sources: (ref) => new KubeApiSource(kc, ref),
     registry,
-    watchServers: f.get("watch-servers") !== "false",
+    watchServers: c.watchServers,
   });
   const ctrl = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => ctrl.abort());
