@@ -17,7 +17,12 @@ export function listenTcp(addr: ListenAddr, onConn: (sock: net.Socket) => void):
       const a = server.address() as net.AddressInfo;
       resolve({
         addr: { ip: a.address, port: a.port },
-        close: () => new Promise((r) => server.close(() => r())),
+        // server.close() stops accepting at once; its callback would wait for every connection
+        // to end, which is the drain's job (waiting here kept shutdown from starting the drain).
+        close: () => {
+          server.close();
+          return Promise.resolve();
+        },
       });
     });
   });
