@@ -44,7 +44,7 @@ export interface Http2ServerOptions {
 
 export interface Http2ServerConnection {
   /**
-   * Sends GOAWAY (no new streams), lets open streams finish for up to `graceMs`, then closes the
+   * Refuses new streams, lets open streams finish for up to `graceMs`, then closes the
    * connection. Resolves when it is closed.
    */
   close(graceMs: number): Promise<void>;
@@ -92,7 +92,11 @@ export function serveHttp2(
       return session.activeStreams;
     },
     async close(graceMs: number): Promise<void> {
-      session.goaway();
+      // No GOAWAY: Deno 2.9.6's node:http2 (nghttp2) aborts a process that gets one while it has
+      // streams open, and our clients include such processes (every proxy's grpc-js control-plane
+      // channels, Deno applications). Seen as proxies crashing when a control-plane pod drained.
+      // New streams get REFUSED_STREAM (safe to retry elsewhere); the connection ends, with a FIN,
+      // once the open ones finish.
       session.closeWhenIdle();
       const timer = setTimeout(() => session.destroy("closed after the grace period"), graceMs);
       await session.closed;

@@ -367,24 +367,30 @@ Deno.test("serveHttp2: SETTINGS_MAX_CONCURRENT_STREAMS enforced (excess stream â
   assert.equal(calls, 3);
 });
 
-Deno.test("serveHttp2: close(grace) sends GOAWAY, lets an open stream finish, then closes", async () => {
+Deno.test("serveHttp2: close(grace) refuses new streams without GOAWAY, lets an open stream finish, then closes", async () => {
   const p = await startH2Proxy(async (req) => {
     if (req.path === "/slow") await new Promise((r) => setTimeout(r, 150));
     return textResponse(200, req.path);
   });
   try {
     const c = await connectClient(p.port);
-    const goaway = new Promise<number>((r) => c.once("goaway", (code: number) => r(code)));
+    let goaways = 0;
+    c.on("goaway", () => goaways++);
     const slow = call(c, { ":path": "/slow" });
     await new Promise((r) => setTimeout(r, 30));
     const [conn] = [...p.conns];
     const t0 = Date.now();
-    await conn.close(2000);
-    assert.equal(await goaway, 0, "GOAWAY NO_ERROR");
+    const closing = conn.close(2000);
+    const late = c.request({ ":path": "/late" }, { endStream: true });
+    const refused = new Promise<number>((r) => late.on("close", () => r(late.rstCode)));
+    late.on("error", () => {});
+    assert.equal(await refused, http2.constants.NGHTTP2_REFUSED_STREAM, "a stream opened during the drain");
     const r = await slow;
     assert.equal(new TextDecoder().decode(r.body), "/slow", "the open stream completed");
+    await closing;
     assert.ok(Date.now() - t0 < 1500, "closed when the last stream finished, not at the grace deadline");
     assert.equal(conn.activeStreams, 0);
+    assert.equal(goaways, 0, "no GOAWAY (it aborts Deno node:http2 peers with open streams)");
     c.destroy();
   } finally {
     await p.close();
