@@ -75,3 +75,10 @@ Deno.test("control channels turn off grpc-js's DNS TXT (service config) lookups"
     assert.equal(opts["grpc.service_config_disable_resolution"], 1);
   }
 });
+
+Deno.test("control channels re-resolve a control-plane name within a second of a failure", () => {
+  // Headless Services: a replaced controller pod's address disappears with it.
+  const svc = { addr: { host: "policy.weft.test", port: 8090 }, name: "p.test", plaintext: false };
+  const opts = controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 });
+  assert.ok(Number(opts["grpc.dns_min_time_between_resolutions_ms"]) <= 1000);
+});

@@ -11,10 +11,11 @@ const COREFILE = `${CLUSTER_DOMAIN}:53 in-addr.arpa:53 ip6.arpa:53 {
     kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
-        ttl 30
+        ttl 5
     }
     cache 30
     loadbalance
+    reload
 }
 .:53 {
     errors
