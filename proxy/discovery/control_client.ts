@@ -40,6 +40,9 @@ export function controlChannelOptions(svc: ControlService, backoff: Backoff): gr
     "grpc.initial_reconnect_backoff_ms": backoff.minMs,
     "grpc.max_reconnect_backoff_ms": backoff.maxMs,
     ...NO_DNS_SERVICE_CONFIG,
+    // A headless Service resolves to every controller replica: spread the watches over all of
+    // them and skip a dead one at once (grpc-js would otherwise use only the first address).
+    "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
   };
   if (!svc.plaintext && svc.name) opts["grpc.ssl_target_name_override"] = svc.name;
   return opts;
