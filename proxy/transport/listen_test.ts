@@ -17,8 +17,10 @@ Deno.test("listener close stops accepting at once and leaves established connect
   try {
     while (accepted.length === 0) await new Promise((r) => setTimeout(r, 5));
     let closed = false;
+    let guard: ReturnType<typeof setTimeout> | undefined;
     const closing = l.close().then(() => closed = true);
-    await Promise.race([closing, new Promise((r) => setTimeout(r, 2000))]);
+    await Promise.race([closing, new Promise((r) => guard = setTimeout(r, 2000))]);
+    clearTimeout(guard);
     assert.ok(closed, "close() resolved while a connection was still open");
     await assert.rejects(connect(l.addr.port), "no new connection is accepted");
     // The established connection still carries bytes both ways.

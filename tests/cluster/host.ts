@@ -14,7 +14,7 @@ import {
   SERVICE_CIDR,
   STATE_DIR,
 } from "./config.ts";
-import { exec, exists, must } from "./exec.ts";
+import { exec, exists, must, sleep } from "./exec.ts";
 
 /** Installs the Debian packages the cluster needs when any is missing (CI starts from a fresh machine). */
 export async function ensurePackages(log: (s: string) => void) {
@@ -158,7 +158,7 @@ export async function ensureFirstJumpAfterKubeProxy(timeoutMs = 60_000) {
   while (Date.now() < end) {
     const rules = await must("iptables", ["-w", "-S", "FORWARD"]);
     if (KUBE_PROXY_FORWARD_JUMPS.every((c) => rules.includes(`-j ${c}`))) break;
-    await new Promise((r) => setTimeout(r, 250));
+    await sleep(250);
   }
   // Even if kube-proxy never synced, our jump must be first.
   await ensureFirstJump();

@@ -62,7 +62,7 @@ Deno.test({
         k,
       ) => [k, String(freePort())]),
     );
-    const children = [
+    const services = [
       start("http_service.ts", { ROLE: "api", PORT: p.api }),
       start("http_service.ts", { ROLE: "web", PORT: p.web, UPSTREAM: `http://127.0.0.1:${p.api}` }),
       start("grpc_service.ts", { GRPC_PORT: p.grpc, HEALTH_PORT: p.grpcHealth }),
@@ -86,7 +86,7 @@ Deno.test({
         return r.ok;
       }, { timeoutMs: 30_000, describe: () => `status ${status}` });
     }
-    children.push(
+    const clients = [
       start("load.ts", {
         MODE: "http",
         TARGET: `http://127.0.0.1:${p.web}/`,
@@ -95,7 +95,7 @@ Deno.test({
       }),
       start("load.ts", { MODE: "grpc", TARGET: `127.0.0.1:${p.grpc}`, RATE: "20", METRICS_PORT: p.lg }),
       start("load.ts", { MODE: "tcp", TARGET: `127.0.0.1:${p.tcp}`, RATE: "20", METRICS_PORT: p.lt }),
-    );
+    ];
     let stopped = false;
     try {
       const want: [string, string][] = [[p.lh, "get"], [p.lg, "say"], [p.lg, "count"], [p.lt, "line"]];
@@ -118,12 +118,10 @@ Deno.test({
       stopped = true;
       // Clients first, as a rollout of the callers would: a server draining with GOAWAY while a
       // Deno node:http2 client still has streams open aborts that client (a Deno 2.9.6 bug).
-      const clients = children.slice(4);
       assert.deepEqual(await stop(clients), clients.map(() => 0), "every load client exits 0 on SIGTERM");
-      const services = children.slice(0, 4);
       assert.deepEqual(await stop(services), services.map(() => 0), "every service exits 0 on SIGTERM");
     } finally {
-      if (!stopped) await stop(children);
+      if (!stopped) await stop([...clients, ...services]);
     }
   },
 });
