@@ -1,5 +1,5 @@
 /**
- * The workload of the cluster tests: one self-contained file (no imports) that a pod of the weft image runs with
+ * The workload of the cluster tests: one self-contained file (no imports but Deno's node: built-ins) that a pod of the weft image runs with
  * `deno eval`, so the tests need nothing added to the image. Every pod is both a server and a client:
  *
  *   APP_PORT (8080)      GET /  → `hello from <pod>` (header x-pod-name); GET /healthz → ok
@@ -9,10 +9,15 @@
  *                        GET /session/start?target=host:port&interval_ms=200  → one keep-alive connection that
  *                            sends a request every interval until stopped
  *                        GET /session/stats  → what the session saw; GET /session/stop
+ *                        GET /certify-flood?target=host:port&seconds=S&concurrency=C  → Identity.Certify calls
+ *                            with junk and foreign tokens over h2c for S seconds, outcomes by grpc-status, as JSON
+ *   LOOPBACK_PORT        when set, GET / → `private` on 127.0.0.1 only (what a meshed pod must keep private)
+ * `/fetch` takes `method` (default GET) and `path`, so a test can send e.g. POST /shutdown from this pod.
  * The client side speaks HTTP/1.1 over raw sockets so "new connection" and "same connection" are exact.
  * On SIGTERM the app keeps serving for DRAIN_MS (3000) and then exits, as a well-behaved app does while its
  * endpoint is being removed everywhere.
  */
+import * as http2 from "node:http2";
 
 const pod = Deno.env.get("POD_NAME") ?? Deno.hostname();
 const appPort = Number(Deno.env.get("APP_PORT") ?? "8080");
@@ -78,9 +83,12 @@ function splitTarget(target: string): { hostname: string; port: number } {
   return { hostname: target.slice(0, i), port: Number(target.slice(i + 1)) };
 }
 
-function request(host: string, path: string, keepAlive: boolean): Uint8Array {
+function request(host: string, path: string, keepAlive: boolean, method = "GET"): Uint8Array {
+  const body = method === "GET" ? "" : "content-length: 0\r\n";
   return enc.encode(
-    `GET ${path} HTTP/1.1\r\nhost: ${host}\r\nconnection: ${keepAlive ? "keep-alive" : "close"}\r\n\r\n`,
+    `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\n${body}connection: ${
+      keepAlive ? "keep-alive" : "close"
+    }\r\n\r\n`,
   );
 }
 
@@ -102,13 +110,13 @@ async function withTimeout<T>(ms: number, conn: Deno.Conn | undefined, p: Promis
 }
 
 /** One request on a new connection. */
-async function fetchOnce(target: string, path: string, timeoutMs: number): Promise<Answer> {
+async function fetchOnce(target: string, path: string, timeoutMs: number, method = "GET"): Promise<Answer> {
   const t0 = performance.now();
   let conn: Deno.Conn | undefined;
   try {
     conn = await withTimeout(timeoutMs, undefined, Deno.connect(splitTarget(target)));
     const c = conn;
-    await c.write(request(target, path, false));
+    await c.write(request(target, path, false, method));
     const { answer } = await withTimeout(timeoutMs, c, readResponse(c, new Uint8Array()));
     return { ...answer, ms: performance.now() - t0 };
   } catch (e) {
@@ -164,6 +172,121 @@ async function runSession(s: Session, path: string, intervalMs: number): Promise
   } catch { /* closed */ }
 }
 
+/** Bytes of one protobuf length-delimited field (field numbers < 16, lengths < 2^21). */
+function pbField(field: number, value: Uint8Array): Uint8Array {
+  const len: number[] = [];
+  let n = value.length;
+  while (n > 0x7f) {
+    len.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  len.push(n);
+  const out = new Uint8Array(1 + len.length + value.length);
+  out[0] = (field << 3) | 2;
+  out.set(len, 1);
+  out.set(value, 1 + len.length);
+  return out;
+}
+
+const b64url = (s: string) => btoa(s).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+
+/** A gRPC-framed CertifyRequest {identity=1, token=2, certificate_signing_request=3}. */
+function certifyBody(identity: string, token: string): Uint8Array {
+  const msg = [
+    pbField(1, enc.encode(identity)),
+    pbField(2, enc.encode(token)),
+    pbField(3, enc.encode("junk csr")),
+  ];
+  const size = msg.reduce((a, m) => a + m.length, 0);
+  const out = new Uint8Array(5 + size);
+  new DataView(out.buffer).setUint32(1, size);
+  let at = 5;
+  for (const m of msg) {
+    out.set(m, at);
+    at += m.length;
+  }
+  return out;
+}
+
+/**
+ * Hostile Certify traffic: junk tokens, well-formed tokens for another audience, and well-formed tokens for the
+ * right audience with a forged signature (only a TokenReview can refuse those). One h2c connection per worker.
+ */
+async function certifyFlood(target: string, seconds: number, concurrency: number): Promise<unknown> {
+  const now = Math.floor(Date.now() / 1000);
+  const jwt = (aud: string) =>
+    [
+      b64url(JSON.stringify({ alg: "RS256", kid: "forged" })),
+      b64url(
+        JSON.stringify({ aud: [aud], exp: now + 3600, iat: now, sub: "system:serviceaccount:flood:flood" }),
+      ),
+      b64url("not a signature"),
+    ].join(".");
+  const id = "flood.flood.serviceaccount.identity.weft.cluster.local";
+  const bodies = [
+    certifyBody(id, "junk"),
+    certifyBody(id, jwt("https://kubernetes.default.svc")),
+    certifyBody(id, jwt("identity.l5d.io")),
+  ];
+  const statuses: Record<string, number> = {};
+  const deadline = Date.now() + Math.min(seconds, 60) * 1000;
+  let sent = 0;
+  const MAX_CALLS = 50_000;
+  const worker = async (w: number) => {
+    let session: http2.ClientHttp2Session | undefined;
+    for (let i = w; Date.now() < deadline && sent < MAX_CALLS; i++) {
+      if (!session || session.destroyed || session.closed) {
+        session = http2.connect(`http://${target}`);
+        session.on("error", () => {});
+      }
+      const s = session;
+      sent++;
+      const outcome = await new Promise<string>((resolve) => {
+        const req = s.request({
+          ":method": "POST",
+          ":path": "/io.linkerd.proxy.identity.Identity/Certify",
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
+        let status = "no grpc-status";
+        const timer = setTimeout(() => {
+          req.close();
+          resolve("timeout");
+        }, 5000);
+        req.on("response", (h) => {
+          if (h["grpc-status"] !== undefined) status = `grpc-status ${h["grpc-status"]}`;
+        });
+        req.on("trailers", (t) => {
+          if (t["grpc-status"] !== undefined) status = `grpc-status ${t["grpc-status"]}`;
+        });
+        req.on("data", () => {});
+        req.on("close", () => {
+          clearTimeout(timer);
+          resolve(status);
+        });
+        req.on("error", (e) => {
+          clearTimeout(timer);
+          resolve(`error: ${e.message.slice(0, 80)}`);
+        });
+        req.end(bodies[i % bodies.length]);
+      });
+      statuses[outcome] = (statuses[outcome] ?? 0) + 1;
+    }
+    // Each call was awaited, so no stream is open: Deno's node:http2 aborts when a GOAWAY meets open streams.
+    session?.close();
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, 64) }, (_, w) => worker(w)));
+  return { from: pod, target, sent, statuses };
+}
+
+const loopbackPort = Deno.env.get("LOOPBACK_PORT");
+if (loopbackPort) {
+  Deno.serve(
+    { port: Number(loopbackPort), hostname: "127.0.0.1", onListen: () => {} },
+    () => new Response("private\n"),
+  );
+}
+
 Deno.serve({ port: appPort, hostname: "0.0.0.0", onListen: () => {} }, (req) => {
   if (new URL(req.url).pathname === "/healthz") return new Response("ok\n");
   return new Response(`hello from ${pod}\n`, { headers: { "x-pod-name": pod } });
@@ -183,7 +306,7 @@ Deno.serve({ port: controlPort, hostname: "0.0.0.0", onListen: () => {} }, async
       const results: Answer[] = [];
       for (let i = 0; i < n; i++) {
         if (i > 0 && intervalMs > 0) await new Promise((r) => setTimeout(r, intervalMs));
-        results.push(await fetchOnce(target, q.get("path") ?? "/", timeoutMs));
+        results.push(await fetchOnce(target, q.get("path") ?? "/", timeoutMs, q.get("method") ?? "GET"));
       }
       return Response.json({ from: pod, target, results });
     }
@@ -202,6 +325,14 @@ Deno.serve({ port: controlPort, hostname: "0.0.0.0", onListen: () => {} }, async
       void runSession(s, q.get("path") ?? "/", Math.max(50, Number(q.get("interval_ms") ?? "200")));
       return Response.json({ started: s.target });
     }
+    case "/certify-flood":
+      return Response.json(
+        await certifyFlood(
+          q.get("target") ?? "",
+          Number(q.get("seconds") ?? "10"),
+          Number(q.get("concurrency") ?? "8"),
+        ),
+      );
     case "/session/stats":
       return Response.json(session ?? { error: "no session" }, { status: session ? 200 : 404 });
     case "/session/stop":

@@ -34,9 +34,11 @@ export interface AppOptions {
   podAnnotations?: Record<string, string>;
   /** Also create a Service `name` on APP_PORT (port 80 → 8080). */
   service?: boolean;
+  /** Extra environment for the app (e.g. LOOPBACK_PORT). */
+  env?: Record<string, string>;
 }
 
-function appContainer(): Json {
+function appContainer(extraEnv: Record<string, string> = {}): Json {
   return {
     name: "app",
     image: WEFT_IMAGE,
@@ -46,6 +48,7 @@ function appContainer(): Json {
       { name: "APP_PORT", value: String(APP_PORT) },
       { name: "CONTROL_PORT", value: String(CONTROL_PORT) },
       { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+      ...Object.entries(extraEnv).map(([name, value]) => ({ name, value })),
     ],
     ports: [{ name: "http", containerPort: APP_PORT }, { name: "control", containerPort: CONTROL_PORT }],
     readinessProbe: { httpGet: { path: "/healthz", port: CONTROL_PORT }, periodSeconds: 1 },
@@ -67,7 +70,11 @@ export function appManifest(o: AppOptions): string {
         selector: { matchLabels: { app: o.name } },
         template: {
           metadata: { labels: { app: o.name }, annotations: o.podAnnotations ?? {} },
-          spec: { serviceAccountName: sa, terminationGracePeriodSeconds: 10, containers: [appContainer()] },
+          spec: {
+            serviceAccountName: sa,
+            terminationGracePeriodSeconds: 10,
+            containers: [appContainer(o.env)],
+          },
         },
       },
     },
@@ -150,12 +157,15 @@ export async function fetchFrom(
   n = 1,
   timeoutMs = 3000,
   intervalMs = 0,
+  request: { method?: string; path?: string } = {},
 ): Promise<Answer[]> {
   const q = new URLSearchParams({
     target,
     n: String(n),
     timeout_ms: String(timeoutMs),
     interval_ms: String(intervalMs),
+    method: request.method ?? "GET",
+    path: request.path ?? "/",
   });
   return (await control(fromIp, `/fetch?${q}`, n * (timeoutMs + intervalMs) + 10_000)).results;
 }
@@ -180,6 +190,23 @@ export async function sessionStats(fromIp: string): Promise<SessionStats> {
 
 export async function stopSession(fromIp: string): Promise<SessionStats> {
   return await control(fromIp, "/session/stop");
+}
+
+export interface FloodReport {
+  sent: number;
+  /** Outcomes by `grpc-status N`, `timeout` or `error: ...`. */
+  statuses: Record<string, number>;
+}
+
+/** Has the app in pod `fromIp` send hostile Identity.Certify calls to `target` for `seconds`. */
+export async function certifyFloodFrom(
+  fromIp: string,
+  target: string,
+  seconds: number,
+  concurrency: number,
+): Promise<FloodReport> {
+  const q = new URLSearchParams({ target, seconds: String(seconds), concurrency: String(concurrency) });
+  return await control(fromIp, `/certify-flood?${q}`, seconds * 1000 + 30_000);
 }
 
 /** Counts answers by pod name (failures under "error: ..."). */
