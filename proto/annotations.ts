@@ -39,6 +39,8 @@ export const Annotations = {
   inboundPort: "config.linkerd.io/inbound-port",
   outboundPort: "config.linkerd.io/outbound-port",
   shutdownGracePeriod: "config.linkerd.io/shutdown-grace-period",
+  /** `enabled` turns on the proxy's POST /shutdown (loopback peers only); off unless asked for. */
+  proxyAdminShutdown: "config.linkerd.io/proxy-admin-shutdown",
   waitBeforeExitSeconds: "config.alpha.linkerd.io/proxy-wait-before-exit-seconds",
   enableNativeSidecar: "config.beta.linkerd.io/proxy-enable-native-sidecar",
   /** Namespace label that turns the admission webhooks off for that namespace. */

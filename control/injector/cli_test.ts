@@ -44,7 +44,9 @@ Deno.test("inject CLI: multi-document YAML matches its golden output, with a not
     "inject: document 7 item 2 (ConfigMap shop/settings): passed through: kind ConfigMap has no pod template",
     "inject: document 7 item 1 (Job shop/migrate): warning: pod of job migrate runs the proxy as a regular " +
     "container (native sidecars off): the Job completes only if the app ends it with " +
-    "POST http://localhost:4191/shutdown",
+    "POST http://localhost:4191/shutdown, which is off unless the pod or namespace is annotated " +
+    "config.linkerd.io/proxy-admin-shutdown=enabled (or enable native sidecars: " +
+    "config.beta.linkerd.io/proxy-enable-native-sidecar=true)",
     "inject: 4 pod spec(s) injected",
   ]);
 });

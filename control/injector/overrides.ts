@@ -25,6 +25,8 @@ export interface Overrides {
   inboundConnectTimeout?: string;
   outboundConnectTimeout?: string;
   shutdownGracePeriod?: string;
+  /** POST /shutdown on the admin port (for Jobs without native sidecars); off by default. */
+  adminShutdown?: boolean;
   image?: string;
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
 }
@@ -188,6 +190,14 @@ const SPECS: Spec[] = [
     apply(v, o) {
       if (v !== "enabled" && v !== "disabled") throw new Problem("unknown value");
       o.proxyAwait = v === "enabled";
+    },
+  },
+  {
+    key: Annotations.proxyAdminShutdown,
+    form: "enabled or disabled",
+    apply(v, o) {
+      if (v !== "enabled" && v !== "disabled") throw new Problem("unknown value");
+      o.adminShutdown = v === "enabled";
     },
   },
   {

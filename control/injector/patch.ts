@@ -164,7 +164,8 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.controlStreamIdleTimeout, value: "5m" },
     { name: ProxyEnv.controlStreamLifetime, value: "1h" },
     { name: ProxyEnv.cores, value: String(coresFromLimit(e.res.cpuLimit)) },
-    { name: ProxyEnv.shutdownEndpointEnabled, value: "true" },
+    // Off unless the pod (or its namespace) asks: a reachable /shutdown is a way to stop the proxy.
+    ...(ov.adminShutdown ? [{ name: ProxyEnv.shutdownEndpointEnabled, value: "true" }] : []),
     ...(ov.shutdownGracePeriod
       ? [{ name: ProxyEnv.shutdownGracePeriod, value: ov.shutdownGracePeriod }]
       : []),
@@ -362,7 +363,11 @@ export async function buildPatch(
     // Pain point: a regular proxy container keeps a Job's pod running after the app exits.
     warnings.push(
       `pod of ${own.kind} ${own.name} runs the proxy as a regular container (native sidecars off): the Job ` +
-        `completes only if the app ends it with POST http://localhost:${Ports.proxyAdmin}/shutdown`,
+        `completes only if the app ends it with POST http://localhost:${Ports.proxyAdmin}/shutdown, which ` +
+        (ov.adminShutdown
+          ? "is enabled for this pod"
+          : `is off unless the pod or namespace is annotated ${Annotations.proxyAdminShutdown}=enabled`) +
+        ` (or enable native sidecars: ${Annotations.enableNativeSidecar}=true)`,
     );
   }
   const init = initContainer(e);

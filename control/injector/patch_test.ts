@@ -51,6 +51,7 @@ Deno.test("native-sidecar patch for a Deployment pod matches its golden file and
     "$(_pod_sa).$(_pod_ns).serviceaccount.identity.weft.cluster.local",
   );
   assert.equal(env(proxy, "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS"), ANCHORS);
+  assert.equal(env(proxy, "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED"), undefined, "/shutdown is opt-in");
   assert.equal(out.metadata!.labels!["linkerd.io/proxy-deployment"], "web");
   assert.equal(out.metadata!.annotations!["config.linkerd.io/opaque-ports"], "6379");
   const token = out.spec!.volumes!.find((v) => v.name === "linkerd-identity-token");
@@ -70,6 +71,12 @@ Deno.test("classic-mode patch for a Job pod with overrides matches its golden fi
   assert.deepEqual(proxy.lifecycle?.postStart?.exec?.command, cfg.awaitCommand);
   assert.deepEqual(proxy.lifecycle?.preStop?.exec?.command, ["weft-await", "sleep", "3"]);
   assert.equal(env(proxy, "LINKERD2_PROXY_CORES"), "2");
+  // The Job asked for /shutdown (its app ends the proxy that way without native sidecars).
+  assert.equal(env(proxy, "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED"), "true");
+  assert.match(
+    res.warnings.join("\n"),
+    /POST http:\/\/localhost:4191\/shutdown, which is enabled for this pod/,
+  );
   assert.equal(proxy.securityContext?.runAsGroup, 2102);
   const args = out.spec!.initContainers![0].args!;
   assert.equal(args[args.indexOf("--outbound-ports-to-ignore") + 1], "5432");
@@ -106,6 +113,46 @@ Deno.test("namespace overrides apply unless the pod sets its own; a bad namespac
   assert.match(
     res.warnings[0],
     /namespace shop: annotation config\.linkerd\.io\/proxy-memory-limit="huge" is invalid/,
+  );
+});
+
+Deno.test("the shutdown endpoint is enabled only by the proxy-admin-shutdown annotation, pod over namespace", async () => {
+  const shutdownEnv = async (podAnn: Record<string, string>, nsAnn: Record<string, string>) => {
+    const pod = await readPod("web");
+    pod.metadata!.annotations = podAnn;
+    const res = await buildPatch(pod, ns("shop", nsAnn), cfg);
+    assert.ok(res.ok);
+    if (!res.ok) return undefined;
+    return env(
+      applyPatch(pod, res.patch).spec!.initContainers![1],
+      "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED",
+    );
+  };
+  const key = "config.linkerd.io/proxy-admin-shutdown";
+  assert.equal(await shutdownEnv({}, {}), undefined);
+  assert.equal(await shutdownEnv({ [key]: "enabled" }, {}), "true");
+  assert.equal(await shutdownEnv({}, { [key]: "enabled" }), "true");
+  assert.equal(await shutdownEnv({ [key]: "disabled" }, { [key]: "enabled" }), undefined);
+  const pod = await readPod("web");
+  pod.metadata!.annotations = { [key]: "yes" };
+  const res = await buildPatch(pod, ns("shop"), cfg);
+  assert.equal(res.ok, false);
+  if (res.ok) return;
+  assert.match(
+    res.problems[0].message,
+    /proxy-admin-shutdown="yes" is invalid: unknown value; want enabled or disabled/,
+  );
+});
+
+Deno.test("a Job without native sidecars or the shutdown annotation is warned how to end its proxy", async () => {
+  const pod = await readPod("job");
+  delete pod.metadata!.annotations!["config.linkerd.io/proxy-admin-shutdown"];
+  const res = await buildPatch(pod, ns("batch"), cfg);
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  assert.match(
+    res.warnings.join("\n"),
+    /is off unless the pod or namespace is annotated config\.linkerd\.io\/proxy-admin-shutdown=enabled/,
   );
 });
 
