@@ -10,9 +10,35 @@ import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa, makeCsr } from "./test_pki.ts";
 import { TokenValidator } from "./token_validator.ts";
+import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
+import { serviceAccountJwt } from "./test_tokens.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 const A = identityOf("sa-a", "ns-a");
+
+/** Names used in the tables below → the JWT sent; other strings are sent as they are. */
+const TOKENS: Record<string, string> = {
+  "tok-a": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-b": serviceAccountJwt("ns-b", "sa-b"),
+  "tok-unauth": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-aud": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-user": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-review-no-aud": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-nope": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-api-down": serviceAccountJwt("ns-a", "sa-a"),
+  "tok-expired": serviceAccountJwt("ns-a", "sa-a", { exp: Math.floor(Date.now() / 1000) - 3600 }),
+  "tok-no-exp": serviceAccountJwt("ns-a", "sa-a", { exp: undefined }),
+  "tok-future": serviceAccountJwt("ns-a", "sa-a", { nbf: Math.floor(Date.now() / 1000) + 3600 }),
+  "tok-other-aud": serviceAccountJwt("ns-a", "sa-a", { aud: ["https://kubernetes.default.svc"] }),
+  "tok-no-aud": serviceAccountJwt("ns-a", "sa-a", { aud: undefined }),
+  "tok-not-sa": serviceAccountJwt("ns-a", "sa-a", { sub: "alice" }),
+  "tok-huge": serviceAccountJwt("ns-a", "sa-a", { pad: "x".repeat(DEFAULT_TOKEN_MAX_BYTES) }),
+};
+const jwtOf = (name: string) => TOKENS[name] ?? name;
+
+function reviewerOf(answers: Record<string, ConstructorParameters<typeof FakeReviewer>[0][string]>) {
+  return new FakeReviewer(Object.fromEntries(Object.entries(answers).map(([k, v]) => [jwtOf(k), v])));
+}
 
 async function startServer(issuer: () => Issuer | undefined, reviewer: FakeReviewer) {
   const registry = new Registry();
@@ -35,7 +61,12 @@ async function startServer(issuer: () => Issuer | undefined, reviewer: FakeRevie
       clockSkewMs: 20_000,
     },
     issuer,
-    validateToken: (t) => validator.validate(t),
+    screenToken: tokenScreen({
+      audiences: ["identity.l5d.io"],
+      skewMs: 20_000,
+      maxBytes: DEFAULT_TOKEN_MAX_BYTES,
+    }),
+    validateToken: (t, client) => validator.validate(t, client),
     clock: systemClock,
     metrics,
   });
@@ -44,7 +75,7 @@ async function startServer(issuer: () => Issuer | undefined, reviewer: FakeRevie
   const certify = (identity: string, token: string, csr: Uint8Array) =>
     new Promise<{ err: grpc.ServiceError | null; res?: CertifyResponse }>((resolve) =>
       client.certify(
-        { identity, token: new TextEncoder().encode(token), certificateSigningRequest: csr },
+        { identity, token: new TextEncoder().encode(jwtOf(token)), certificateSigningRequest: csr },
         (err, res) => resolve({ err, res }),
       )
     );
@@ -61,7 +92,7 @@ async function startServer(issuer: () => Issuer | undefined, reviewer: FakeRevie
 
 Deno.test("Certify refuses each bad CSR or token with its status and a message naming the problem, and keeps serving", async () => {
   const ca = await makeCa();
-  const reviewer = new FakeReviewer({
+  const reviewer = reviewerOf({
     "tok-a": serviceAccountToken("ns-a", "sa-a"),
     "tok-b": serviceAccountToken("ns-b", "sa-b"),
     "tok-unauth": {
@@ -74,6 +105,7 @@ Deno.test("Certify refuses each bad CSR or token with its status and a message n
         '[invalid bearer token, token audiences ["kubernetes"] is invalid for the target audiences ["identity.l5d.io"]]',
     },
     "tok-user": { authenticated: true, username: "alice", audiences: ["identity.l5d.io"] },
+    "tok-review-no-aud": { authenticated: true, username: "system:serviceaccount:ns-a:sa-a" },
     "tok-api-down": new Error("connect ECONNREFUSED 10.96.0.1:443"),
   });
   const srv = await startServer(() => ca.issuer, reviewer);
@@ -212,7 +244,49 @@ Deno.test("Certify refuses each bad CSR or token with its status and a message n
       /token audiences \["kubernetes"\] is invalid for the target audiences/,
     ],
     ["token of a user", A, "tok-user", good, FP, /token belongs to "alice", which is not a ServiceAccount/],
+    [
+      "review lists no audiences",
+      A,
+      "tok-review-no-aud",
+      good,
+      FP,
+      /TokenReview lists no audiences for the token, want \["identity\.l5d\.io"\]/,
+    ],
     ["unknown token", A, "tok-nope", good, FP, /token is not authenticated/],
+    // Refused by the cheap checks, before any TokenReview:
+    ["opaque token", A, "not-a-jwt", good, FP, /: token is not a JWT \(1 part, want 3\)$/],
+    ["two-part token", A, "a.b", good, FP, /token is not a JWT \(2 parts, want 3\)$/],
+    ["header not JSON", A, "e30x.e30.c2ln", good, FP, /token header is not base64url-encoded JSON$/],
+    ["payload not base64url", A, "e30.e3+0.c2ln", good, FP, /token payload is not base64url$/],
+    ["alg none", A, "eyJhbGciOiJub25lIn0.e30.c2ln", good, FP, /token header alg "none" is not a signature/],
+    ["expired token", A, "tok-expired", good, FP, /: token expired at 20\d\d-/],
+    ["token without exp", A, "tok-no-exp", good, FP, /: token has no expiry \(exp\)$/],
+    ["token not yet valid", A, "tok-future", good, FP, /: token is not valid before 20\d\d-/],
+    [
+      "token for another audience",
+      A,
+      "tok-other-aud",
+      good,
+      FP,
+      /: token audience \["https:\/\/kubernetes\.default\.svc"\] does not include "identity\.l5d\.io"$/,
+    ],
+    [
+      "token without aud",
+      A,
+      "tok-no-aud",
+      good,
+      FP,
+      /: token has no audience \(aud\), want "identity\.l5d\.io"$/,
+    ],
+    [
+      "token of no ServiceAccount",
+      A,
+      "tok-not-sa",
+      good,
+      FP,
+      /token subject "alice" is not a ServiceAccount$/,
+    ],
+    ["oversized token", A, "tok-huge", good, FP, /: token is \d+ bytes, over the 16384-byte limit$/],
     ["API server down", A, "tok-api-down", good, UN, /TokenReview failed: connect ECONNREFUSED/],
   ];
   try {
@@ -228,13 +302,25 @@ Deno.test("Certify refuses each bad CSR or token with its status and a message n
     }
     // Audience is passed to every TokenReview.
     assert.ok(reviewer.calls.every((c) => c.audiences.length === 1 && c.audiences[0] === "identity.l5d.io"));
+    // Tokens refused by the cheap checks, and bad CSRs, never cost a TokenReview.
+    const reviewed = new Set(reviewer.calls.map((c) => c.token));
+    for (const name of ["tok-b", "tok-expired", "tok-no-exp", "tok-future", "tok-other-aud", "tok-no-aud"]) {
+      assert.ok(!reviewed.has(jwtOf(name)), `${name} was sent to TokenReview`);
+    }
+    // One review per good request after each case, plus the 7 cases that reach the review (bad CSR
+    // signature, and the six the API server refuses).
+    assert.equal(reviewer.calls.length, cases.length + 7);
     const text = await srv.registry.metrics();
     assert.match(text, /identity_certificates_rejected_total\{reason="invalid_csr"\} 5/);
     assert.match(text, /identity_certificates_rejected_total\{reason="token_identity_mismatch"\} 1/);
-    assert.match(text, /identity_certificates_rejected_total\{reason="token_audience"\} 1/);
+    assert.match(text, /identity_certificates_rejected_total\{reason="token_audience"\} 4/);
+    assert.match(text, /identity_certificates_rejected_total\{reason="token_malformed"\} 6/);
+    assert.match(text, /identity_certificates_rejected_total\{reason="token_expired"\} 2/);
+    assert.match(text, /identity_certificates_rejected_total\{reason="token_not_yet_valid"\} 1/);
+    assert.match(text, /identity_certificates_rejected_total\{reason="token_not_serviceaccount"\} 2/);
     assert.match(text, /identity_certificates_rejected_total\{reason="csr_identity_mismatch"\} 7/);
     assert.match(text, new RegExp(`identity_certificates_issued_total ${cases.length}\\b`));
-    assert.match(text, /grpc_server_handled_total\{[^}]*grpc_code="FAILED_PRECONDITION"\} 17/);
+    assert.match(text, /grpc_server_handled_total\{[^}]*grpc_code="FAILED_PRECONDITION"\} 30/);
   } finally {
     await srv.close();
   }
@@ -244,7 +330,7 @@ Deno.test("Certify is Unavailable until an issuer is loaded", async () => {
   let issuer: Issuer | undefined;
   const srv = await startServer(
     () => issuer,
-    new FakeReviewer({ "tok-a": serviceAccountToken("ns-a", "sa-a") }),
+    reviewerOf({ "tok-a": serviceAccountToken("ns-a", "sa-a") }),
   );
   try {
     const csr = (await csrFor(A)).der;
@@ -264,7 +350,7 @@ Deno.test("an issued leaf has the CSR's subject and key, both EKUs, 24h + skew, 
   const ca = await makeCa(now);
   const srv = await startServer(
     () => ca.issuer,
-    new FakeReviewer({ "tok-a": serviceAccountToken("ns-a", "sa-a") }),
+    reviewerOf({ "tok-a": serviceAccountToken("ns-a", "sa-a") }),
   );
   try {
     const { der, keys } = await csrFor(A);

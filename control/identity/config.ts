@@ -23,7 +23,13 @@ export interface IdentityConfig {
   trustAnchorsFile?: string;
   trustAnchorsConfigMap: { namespace: string; name: string; key: string };
   tokenAudiences: string[];
-  tokenReview: { qps: number; burst: number; maxQueued: number; timeoutMs: number };
+  tokenReview: {
+    qps: number;
+    burst: number;
+    maxQueued: number;
+    maxQueuedPerClient: number;
+    timeoutMs: number;
+  };
   kubeconfig?: string;
 }
 
@@ -37,6 +43,7 @@ export const IDENTITY_USAGE = `usage: control/main.ts identity [flags]
   --trust-anchors-file=PATH | --trust-anchors-configmap=<ns>/linkerd-identity-trust-roots[:ca-bundle.crt]
   --token-audience=identity.l5d.io     (repeatable)
   --token-review-qps=50 --token-review-burst=100 --token-review-max-pending=5000 --token-review-timeout=10s
+  --token-review-max-pending-per-client=200   (client = the ServiceAccount the token claims)
   --kubeconfig=PATH                    (env KUBECONFIG; in-cluster config when unset)`;
 
 function splitHostPort(addr: string, what: string): { host: string; port: number } {
@@ -84,6 +91,7 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
     "token-review-qps",
     "token-review-burst",
     "token-review-max-pending",
+    "token-review-max-pending-per-client",
     "token-review-timeout",
     "kubeconfig",
   ]);
@@ -115,6 +123,10 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
       qps: positive(get("token-review-qps") ?? "50", "--token-review-qps"),
       burst: positive(get("token-review-burst") ?? "100", "--token-review-burst"),
       maxQueued: positive(get("token-review-max-pending") ?? "5000", "--token-review-max-pending"),
+      maxQueuedPerClient: positive(
+        get("token-review-max-pending-per-client") ?? "200",
+        "--token-review-max-pending-per-client",
+      ),
       timeoutMs: parseDuration(get("token-review-timeout") ?? "10s", "--token-review-timeout"),
     },
     kubeconfig: get("kubeconfig") ?? (env.KUBECONFIG || undefined),

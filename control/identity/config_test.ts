@@ -15,6 +15,7 @@ Deno.test("identity config defaults follow Linkerd's chart in the weft namespace
     key: "ca-bundle.crt",
   });
   assert.deepEqual(c.tokenAudiences, ["identity.l5d.io"]);
+  assert.equal(c.tokenReview.maxQueuedPerClient, 200);
 });
 
 Deno.test("identity flags override, and bad values are named", () => {

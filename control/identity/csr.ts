@@ -164,6 +164,22 @@ export class VerifiedCsrCache {
  * exact bytes verify); throws CsrError naming the first problem.
  */
 export function parseCsr(der: Uint8Array, cache?: VerifiedCsrCache): ParsedCsr {
+  return readCsr(der).verify(cache);
+}
+
+/**
+ * A CSR whose structure and names have been read but whose self-signature is not checked yet:
+ * reading costs microseconds, verifying an ECDSA signature about as much as signing a leaf, so
+ * Certify checks names (and the token) first and verifies only for callers that got that far.
+ */
+export interface UnverifiedCsr {
+  readonly fields: ParsedCsr;
+  /** Verifies the self-signature (or finds it in `cache`); throws CsrError. */
+  verify(cache?: VerifiedCsrCache): ParsedCsr;
+}
+
+/** Reads `der` without verifying its signature; throws CsrError naming the first problem. */
+export function readCsr(der: Uint8Array): UnverifiedCsr {
   let csr: ParsedCsr;
   let hash: string;
   let signed: Uint8Array;
@@ -223,6 +239,21 @@ export function parseCsr(der: Uint8Array, cache?: VerifiedCsrCache): ParsedCsr {
     }
     throw e;
   }
+  const fields = csr;
+  return {
+    fields,
+    verify: (cache) => verifySignature(der, fields, hash, signed, signature, cache),
+  };
+}
+
+function verifySignature(
+  der: Uint8Array,
+  csr: ParsedCsr,
+  hash: string,
+  signed: Uint8Array,
+  signature: Uint8Array,
+  cache: VerifiedCsrCache | undefined,
+): ParsedCsr {
   const cacheKey = cache ? VerifiedCsrCache.key(der) : undefined;
   if (cacheKey !== undefined && cache!.has(cacheKey)) return csr;
   let key;

@@ -15,6 +15,7 @@ import { CertifyService } from "./service.ts";
 import { csrFor, identityOf, makeCa } from "./test_pki.ts";
 import { KubeTokenReviewer } from "./token_review.ts";
 import { TokenValidator } from "./token_validator.ts";
+import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 const kubeconfig = Deno.env.get("KUBECONFIG");
@@ -42,7 +43,12 @@ Deno.test({
         clockSkewMs: 20_000,
       },
       issuer: () => ca.issuer,
-      validateToken: (t) => validator.validate(t),
+      screenToken: tokenScreen({
+        audiences: ["identity.l5d.io"],
+        skewMs: 20_000,
+        maxBytes: DEFAULT_TOKEN_MAX_BYTES,
+      }),
+      validateToken: (t, client) => validator.validate(t, client),
       clock: systemClock,
     });
     const server = await serveIdentityGrpc({ service, registry: new Registry(), address: "127.0.0.1:0" });
@@ -83,7 +89,10 @@ Deno.test({
       const otherAudience = await tokenFor("sa-a", ["some-other-audience"]);
       const wrongAud = await certify(idA, otherAudience, (await csrFor(idA)).der);
       assert.equal(wrongAud.err?.code, grpc.status.FAILED_PRECONDITION);
-      assert.match(wrongAud.err!.details, /token is not authenticated for audience "identity\.l5d\.io"/);
+      assert.match(
+        wrongAud.err!.details,
+        /token audience \["some-other-audience"\] does not include "identity\.l5d\.io"/,
+      );
     } finally {
       client.close();
       await server.close(100);

@@ -62,6 +62,7 @@ Deno.test("issuer rotation under load: the Secret's files change while requests 
       clockSkewMs: 20_000,
     },
     issuer: () => reloader.current(),
+    screenToken: () => undefined,
     validateToken: () => Promise.resolve({ namespace: "ns-a", serviceAccount: "sa-a" }),
     clock: systemClock,
     metrics,

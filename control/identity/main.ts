@@ -22,6 +22,7 @@ import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
 import { KubeTokenReviewer } from "./token_review.ts";
 import { TokenValidator } from "./token_validator.ts";
+import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
 
 const FIRST_ISSUER_TIMEOUT_MS = 60_000;
 
@@ -145,6 +146,7 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
         burst: config.tokenReview.burst,
         maxQueued: config.tokenReview.maxQueued,
       },
+      maxQueuedPerClient: config.tokenReview.maxQueuedPerClient,
       timeoutMs: config.tokenReview.timeoutMs,
     },
     clock,
@@ -153,7 +155,12 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
   const service = new CertifyService({
     config,
     issuer: () => reloader.current(),
-    validateToken: (t) => validator.validate(t),
+    screenToken: tokenScreen({
+      audiences: config.tokenAudiences,
+      skewMs: config.clockSkewMs,
+      maxBytes: DEFAULT_TOKEN_MAX_BYTES,
+    }),
+    validateToken: (t, client) => validator.validate(t, client),
     clock,
     metrics,
     log,

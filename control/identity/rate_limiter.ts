@@ -51,6 +51,19 @@ export class RateLimiter {
     this.#last = now;
   }
 
+  /** Takes a slot if one is free now and nobody is waiting; never queues. */
+  tryAcquire(): boolean {
+    this.#refill();
+    if (this.#queue.length > 0 || this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+
+  /** Gives back a slot taken but not used (its caller went away meanwhile). */
+  refund(): void {
+    this.#tokens = Math.min(this.opts.burst, this.#tokens + 1);
+  }
+
   /** Resolves when a call may proceed; rejects with RateLimitedError when the queue is full. */
   acquire(signal?: AbortSignal): Promise<void> {
     this.#refill();

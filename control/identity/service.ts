@@ -2,15 +2,22 @@
  * Certify: checks a proxy's request (fields, CSR, token → ServiceAccount → identity) and signs
  * its leaf with the current issuer. Transport-free: failures are RequestErrors carrying a metric
  * reason, mapped to gRPC statuses only at the server edge.
+ *
+ * Checks run cheapest first, so a flood of bad requests costs little and cannot starve others:
+ * token shape/expiry/audience and the claimed ServiceAccount (microseconds, no key), CSR structure
+ * and names (microseconds), then the TokenReview (rate-limited, fair-queued per claimed
+ * ServiceAccount), and only then the CSR's ECDSA signature check, which costs as much as signing
+ * and so is spent only on callers whose token the API server accepted.
  */
 import { RequestError, type RequestErrorKind } from "../grpc/request_error.ts";
 import { formatWorkloadIdentity, IdentityNameError } from "../../proto/identity_name.ts";
 import type { CertifyRequest, CertifyResponse } from "../../proto/gen/identity.ts";
 import type { Clock } from "../../proto/support/clock.ts";
-import { CsrError, parseCsr, type ParsedCsr, VerifiedCsrCache } from "./csr.ts";
+import { CsrError, type ParsedCsr, readCsr, type UnverifiedCsr, VerifiedCsrCache } from "./csr.ts";
 import type { Issuer } from "./issuer.ts";
 import type { IdentityMetrics } from "./metrics.ts";
-import { TokenRejected, TokenReviewUnavailable } from "./token_validator.ts";
+import type { ClaimedServiceAccount, TokenScreen } from "./token_screen.ts";
+import { TokenRejected, TokenReviewQuotaExceeded, TokenReviewUnavailable } from "./token_validator.ts";
 import type { ServiceAccountRef } from "./token_validator.ts";
 
 export class CertifyRejected extends RequestError {
@@ -33,7 +40,10 @@ export interface CertifyDeps {
   config: CertifyConfig;
   /** The issuer in use now (it changes on hot reload); undefined until one has loaded. */
   issuer: () => Issuer | undefined;
-  validateToken: (token: string) => Promise<ServiceAccountRef>;
+  /** Cheap checks before any TokenReview (see token_screen.ts). */
+  screenToken: TokenScreen;
+  /** The TokenReview; `client` is the caller's fair-queue key. */
+  validateToken: (token: string, client: string) => Promise<ServiceAccountRef>;
   clock: Clock;
   metrics?: IdentityMetrics;
   log?: (line: string) => void;
@@ -87,48 +97,52 @@ export class CertifyService {
       );
     }
 
-    let csr: ParsedCsr;
+    const token = tokenDecoder.decode(req.token).trim();
+    let claimed: ClaimedServiceAccount | undefined;
     try {
-      csr = parseCsr(req.certificateSigningRequest, this.#csrCache);
+      claimed = this.deps.screenToken(token, now);
+    } catch (e) {
+      if (e instanceof TokenRejected) throw refuse("failed_precondition", e.reason, e.message);
+      throw e;
+    }
+    // The claim is unverified, but a token honestly minted for another ServiceAccount is refused
+    // here without a review; a forged claim gains nothing, the review below still decides.
+    if (claimed) {
+      const problem = this.#serviceAccountProblem(claimed, id);
+      if (problem) throw refuse("failed_precondition", "token_identity_mismatch", problem);
+    }
+
+    let unverified: UnverifiedCsr;
+    try {
+      unverified = readCsr(req.certificateSigningRequest);
     } catch (e) {
       if (e instanceof CsrError) throw refuse("failed_precondition", "invalid_csr", e.message);
       throw e;
     }
-    const problem = csrNameProblem(csr, id);
+    const problem = csrNameProblem(unverified.fields, id);
     if (problem) throw refuse("failed_precondition", "csr_identity_mismatch", problem);
 
     let sa: ServiceAccountRef;
     try {
-      sa = await this.deps.validateToken(tokenDecoder.decode(req.token).trim());
+      const client = claimed
+        ? `claimed ServiceAccount ${claimed.namespace}/${claimed.serviceAccount}`
+        : "unknown client";
+      sa = await this.deps.validateToken(token, client);
     } catch (e) {
       if (e instanceof TokenRejected) throw refuse("failed_precondition", e.reason, e.message);
       if (e instanceof TokenReviewUnavailable) throw refuse("unavailable", e.reason, e.message);
+      if (e instanceof TokenReviewQuotaExceeded) throw refuse("resource_exhausted", e.reason, e.message);
       throw e;
     }
-    let tokenIdentity: string;
+    const tokenProblem = this.#serviceAccountProblem(sa, id);
+    if (tokenProblem) throw refuse("failed_precondition", "token_identity_mismatch", tokenProblem);
+
+    let csr: ParsedCsr;
     try {
-      tokenIdentity = formatWorkloadIdentity({
-        serviceAccount: sa.serviceAccount,
-        namespace: sa.namespace,
-        controlPlaneNamespace: this.deps.config.controlPlaneNamespace,
-        trustDomain: this.deps.config.trustDomain,
-      });
+      csr = unverified.verify(this.#csrCache);
     } catch (e) {
-      if (e instanceof IdentityNameError) {
-        throw refuse(
-          "failed_precondition",
-          "token_identity_mismatch",
-          `token's ServiceAccount: ${e.message}`,
-        );
-      }
+      if (e instanceof CsrError) throw refuse("failed_precondition", "invalid_csr", e.message);
       throw e;
-    }
-    if (tokenIdentity !== id) {
-      throw refuse(
-        "failed_precondition",
-        "token_identity_mismatch",
-        `token is for ServiceAccount ${sa.namespace}/${sa.serviceAccount}, whose identity is "${tokenIdentity}"`,
-      );
     }
 
     // Sign with the issuer read above: a reload during the TokenReview must not mix chains.
@@ -140,6 +154,24 @@ export class CertifyService {
       intermediateCertificates: cert.intermediates,
       validUntil: { seconds: BigInt(Math.floor(ms / 1000)), nanos: 0 },
     };
+  }
+
+  /** Why a token of ServiceAccount `sa` may not certify `id`, or undefined. */
+  #serviceAccountProblem(sa: ServiceAccountRef, id: string): string | undefined {
+    let tokenIdentity: string;
+    try {
+      tokenIdentity = formatWorkloadIdentity({
+        serviceAccount: sa.serviceAccount,
+        namespace: sa.namespace,
+        controlPlaneNamespace: this.deps.config.controlPlaneNamespace,
+        trustDomain: this.deps.config.trustDomain,
+      });
+    } catch (e) {
+      if (e instanceof IdentityNameError) return `token's ServiceAccount: ${e.message}`;
+      throw e;
+    }
+    if (tokenIdentity === id) return undefined;
+    return `token is for ServiceAccount ${sa.namespace}/${sa.serviceAccount}, whose identity is "${tokenIdentity}"`;
   }
 }
 

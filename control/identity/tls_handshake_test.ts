@@ -24,6 +24,7 @@ async function issue(ca: TestCa, sa: string, ns: string): Promise<Workload> {
       clockSkewMs: 20_000,
     },
     issuer: () => ca.issuer,
+    screenToken: () => undefined,
     validateToken: () => Promise.resolve({ namespace: ns, serviceAccount: sa }),
     clock: systemClock,
   });

@@ -1,15 +1,24 @@
 /**
  * Turns a proxy's token into the ServiceAccount it belongs to, through TokenReview. Concurrent
- * requests with the same token share one review, and reviews are rate-limited with a bounded
- * queue, so a mass pod start (or a retry storm) cannot flood the API server.
+ * requests with the same token share one review, and reviews are rate-limited behind a fair
+ * queue (round-robin per client key, each key's queue bounded, and a bound on all of them), so a
+ * mass pod start or a retry storm cannot flood the API server, and one client sending many
+ * tokens cannot keep everyone else's reviews waiting behind its own.
  */
 import { parseServiceAccountUsername } from "../../proto/identity_name.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 import type { IdentityMetrics } from "./metrics.ts";
+import { FairQueue, QueueFullError } from "./fair_queue.ts";
 import { RateLimitedError, RateLimiter, type RateLimiterOptions } from "./rate_limiter.ts";
 import type { TokenReviewer, TokenReviewResult } from "./token_review.ts";
 
-export type TokenRejectReason = "token_unauthenticated" | "token_audience" | "token_not_serviceaccount";
+export type TokenRejectReason =
+  | "token_unauthenticated"
+  | "token_audience"
+  | "token_not_serviceaccount"
+  | "token_malformed"
+  | "token_expired"
+  | "token_not_yet_valid";
 
 /** The token was reviewed and refused. */
 export class TokenRejected extends Error {
@@ -17,6 +26,12 @@ export class TokenRejected extends Error {
   constructor(readonly reason: TokenRejectReason, message: string) {
     super(message);
   }
+}
+
+/** This client already has its share of reviews waiting; refused at once, it may retry later. */
+export class TokenReviewQuotaExceeded extends Error {
+  override name = "TokenReviewQuotaExceeded";
+  readonly reason = "token_review_client_quota";
 }
 
 /** The review could not be made (API error, timeout, rate limit); the caller may retry. */
@@ -34,14 +49,24 @@ export interface ServiceAccountRef {
 
 export interface TokenValidatorOptions {
   audiences: string[];
+  /** `maxQueued` bounds the waiters of all clients together. */
   rateLimit: RateLimiterOptions;
+  /** Waiters one client key may have; default DEFAULT_MAX_QUEUED_PER_CLIENT. */
+  maxQueuedPerClient?: number;
   /** Bound on one TokenReview call, including its wait for the rate limit. */
   timeoutMs: number;
 }
 
+/**
+ * Enough for a large Deployment's pods (they share a ServiceAccount, hence a key) to wait a few
+ * seconds at the default 50/s, small against the default 5,000 in all.
+ */
+export const DEFAULT_MAX_QUEUED_PER_CLIENT = 200;
+
 export class TokenValidator {
   readonly #inflight = new Map<string, Promise<ServiceAccountRef>>();
   readonly #limiter: RateLimiter;
+  readonly #queue: FairQueue;
 
   constructor(
     private readonly reviewer: TokenReviewer,
@@ -50,36 +75,46 @@ export class TokenValidator {
     private readonly metrics?: IdentityMetrics,
   ) {
     this.#limiter = new RateLimiter(opts.rateLimit, clock);
-    metrics?.tokenReviewQueue.collectFrom(() => this.#limiter.queued);
+    this.#queue = new FairQueue({
+      maxPerKey: opts.maxQueuedPerClient ?? DEFAULT_MAX_QUEUED_PER_CLIENT,
+      maxTotal: opts.rateLimit.maxQueued,
+    }, this.#limiter);
+    metrics?.tokenReviewQueue.collectFrom(() => this.#queue.queued);
   }
 
   get inflight(): number {
     return this.#inflight.size;
   }
 
-  /** Resolves to the token's ServiceAccount, or rejects with TokenRejected / TokenReviewUnavailable. */
-  validate(token: string): Promise<ServiceAccountRef> {
+  /**
+   * Resolves to the token's ServiceAccount, or rejects with TokenRejected / TokenReviewUnavailable
+   * / TokenReviewQuotaExceeded. `client` is the fair-queue key of the caller.
+   */
+  validate(token: string, client = "unknown client"): Promise<ServiceAccountRef> {
     const shared = this.#inflight.get(token);
     if (shared) {
       this.metrics?.tokenReviewsCoalesced.inc();
       return shared;
     }
-    const p = this.#review(token).finally(() => this.#inflight.delete(token));
+    const p = this.#review(token, client).finally(() => this.#inflight.delete(token));
     this.#inflight.set(token, p);
     return p;
   }
 
-  async #review(token: string): Promise<ServiceAccountRef> {
+  async #review(token: string, client: string): Promise<ServiceAccountRef> {
     const deadline = new AbortController();
     const cancel = this.clock.after(this.opts.timeoutMs, () => deadline.abort());
     let result: TokenReviewResult;
     const begin = performance.now();
     try {
       try {
-        await this.#limiter.acquire(deadline.signal);
+        await this.#queue.acquire(client, deadline.signal);
       } catch (e) {
         this.metrics?.tokenReviews.inc({ result: "throttled" });
-        const why = e instanceof RateLimitedError
+        if (e instanceof QueueFullError && e.scope === "client") {
+          throw new TokenReviewQuotaExceeded(`TokenReview refused: ${e.message}; retry later`);
+        }
+        const why = e instanceof RateLimitedError || e instanceof QueueFullError
           ? e.message
           : `no rate-limit slot within ${this.opts.timeoutMs}ms`;
         throw new TokenReviewUnavailable(
@@ -118,13 +153,18 @@ export class TokenValidator {
           (r.error ? `: ${r.error}` : ""),
       );
     }
-    if (r.audiences && !r.audiences.some((a) => this.opts.audiences.includes(a))) {
+    // An authenticator that ignores audiences answers with none: that is no proof the token was
+    // minted for identity, so it is refused whenever audiences were asked for.
+    const granted = r.audiences ?? [];
+    if (this.opts.audiences.length > 0 && !granted.some((a) => this.opts.audiences.includes(a))) {
       this.metrics?.tokenReviews.inc({ result: "unauthenticated" });
       throw new TokenRejected(
         "token_audience",
-        `token audiences ${JSON.stringify(r.audiences)} do not include ${
-          JSON.stringify(this.opts.audiences)
-        }`,
+        granted.length === 0
+          ? `TokenReview lists no audiences for the token, want ${JSON.stringify(this.opts.audiences)}`
+          : `token audiences ${JSON.stringify(granted)} do not include ${
+            JSON.stringify(this.opts.audiences)
+          }`,
       );
     }
     this.metrics?.tokenReviews.inc({ result: "authenticated" });
@@ -139,6 +179,7 @@ export class TokenValidator {
   }
 
   close(): void {
+    this.#queue.close();
     this.#limiter.close();
   }
 }

@@ -59,7 +59,7 @@ Deno.test("TokenReviews are rate-limited: burst, then the sustained rate, and a 
   assert.equal(reviewer.calls.length, 2, "the burst goes through at once");
   await assert.rejects(
     ps[5],
-    (e) => e instanceof TokenReviewUnavailable && /3 TokenReviews already waiting/.test(e.message),
+    (e) => e instanceof TokenReviewUnavailable && /3 requests already waiting \(limit 3\)/.test(e.message),
   );
   assert.match(await registry.metrics(), /identity_token_review_waiting 3/);
   clock.advance(999);

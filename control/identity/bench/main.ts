@@ -77,6 +77,7 @@ const renewal = await measure("issue: renewal (CSR seen before)", FRESH, async (
 const service = new CertifyService({
   config: { controlPlaneNamespace: "linkerd", trustDomain: "cluster.local", ...lifetime },
   issuer: () => ca.issuer,
+  screenToken: () => undefined,
   validateToken: () => Promise.resolve({ namespace: "bench", serviceAccount: "bench" }),
   clock: systemClock,
 });
