@@ -39,6 +39,16 @@ export interface Http2ServerOptions {
   initialWindowSize?: number;
   /** Connection receive window. Default 1 MiB. */
   connectionWindow?: number;
+  /** The client's preface and SETTINGS must arrive within this many ms, else GOAWAY. Default 10 s. */
+  prefaceTimeoutMs?: number;
+  /** A request's HEADERS + CONTINUATION must be complete within this many ms, else GOAWAY. Default 10 s. */
+  headerTimeoutMs?: number;
+  /** A connection with no open stream for this many ms is closed (FIN, no GOAWAY). Default 10 min. */
+  idleTimeoutMs?: number;
+  /** See SessionOptions: socket bytes queued above which reading pauses and DATA waits. Default 256 KiB. */
+  writeHighWater?: number;
+  /** See SessionOptions: confirm writes with PING (default: on for TLS sockets). */
+  confirmWrites?: boolean;
   log?: Log;
 }
 
@@ -77,6 +87,11 @@ export function serveHttp2(
     connectionWindow: opts.connectionWindow ?? 1 << 20,
     maxHeaderListSize: limits.maxHeaderListSize,
     maxHeaderCount: limits.maxHeaderCount,
+    prefaceTimeoutMs: opts.prefaceTimeoutMs,
+    headerTimeoutMs: opts.headerTimeoutMs,
+    idleTimeoutMs: opts.idleTimeoutMs,
+    writeHighWater: opts.writeHighWater,
+    confirmWrites: opts.confirmWrites,
     log: opts.log,
     onStream: (stream, fields, endStream) => handleStream(stream, fields, endStream, service, limits),
     onStreamTooLarge: (stream, e) => tooLarge(stream, e, limits),

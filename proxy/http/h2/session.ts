@@ -49,8 +49,22 @@ export interface SessionOptions {
   maxHeaderListSize: number;
   /** Most fields in one block. */
   maxHeaderCount: number;
-  /** Bytes queued on the socket above which DATA waits for 'drain'. */
+  /** Bytes queued on the socket above which DATA waits for 'drain' and reading pauses. */
   writeHighWater?: number;
+  /**
+   * Count a write as done only once the peer acknowledged a PING sent after it. Default: on for
+   * TLS sockets, whose `writableLength` in Deno 2.9.6 stays near 0 while the peer reads nothing
+   * (node:tls buffers without bound below it); off for plain TCP, whose `writableLength` is honest.
+   */
+  confirmWrites?: boolean;
+  /** Unacknowledged bytes above which a confirmed-writes session counts as backed up. Default 4 MiB. */
+  confirmWindow?: number;
+  /** Server: the preface and first SETTINGS must arrive within this many ms. Default 10 s; 0 = off. */
+  prefaceTimeoutMs?: number;
+  /** A field block (HEADERS + CONTINUATION) must be complete within this many ms. Default 10 s; 0 = off. */
+  headerTimeoutMs?: number;
+  /** Server: close a connection without open streams for this many ms. Default 10 min; 0 = off. */
+  idleTimeoutMs?: number;
   log?: Log;
   /** Server: a new stream's first field block (not yet validated as a request). */
   onStream?: (stream: H2Stream, fields: string[], endStream: boolean) => void;
@@ -72,8 +86,23 @@ export type StreamFailure =
 
 const EMPTY = new Uint8Array(0);
 const HIGH_WATER = 256 * 1024;
-/** Streams a client may reset per second before the connection is closed (see `#rst`). */
+const CONFIRM_WINDOW = 4 * 1024 * 1024;
+/**
+ * Resets per second (the peer's RST_STREAMs on a server, plus streams we reset because the peer
+ * broke a rule) before the connection is closed: "rapid reset" (CVE-2023-44487), "MadeYouReset"
+ * (CVE-2025-8671). See `#countReset`.
+ */
 const RESET_LIMIT = 1000;
+/** Streams we may reset over a connection's life because the peer broke a rule (h2's default). */
+const LOCAL_ERROR_RESET_LIMIT = 1024;
+/** Control frames (PING/SETTINGS ACKs, RST_STREAMs) we may owe a peer that is not reading (nghttp2's figure). */
+const MAX_OWED_CONTROL = 1000;
+/** Frames per second that cost us work and carry nothing (PING, SETTINGS, PRIORITY, empty DATA). */
+const CHAFF_LIMIT = 10_000;
+/** Frames in one field block; with 16 KiB frames the byte limit is reached long before. */
+const MAX_BLOCK_FRAMES = 128;
+/** Our PING payload when confirming writes; the peer echoes it once it has read up to there. */
+const CONFIRM_OPAQUE = new TextEncoder().encode("weft-ack");
 /** A field block (HEADERS + CONTINUATION) may not exceed this many bytes on the wire. */
 const blockLimit = (listLimit: number) => Math.max(2 * listLimit, 64 * 1024);
 
@@ -285,6 +314,7 @@ interface Continuation {
   endStream: boolean;
   parts: Uint8Array[];
   size: number;
+  frames: number;
 }
 
 export class H2Session {
@@ -330,7 +360,28 @@ export class H2Session {
   #dead = false;
   #resets = 0;
   #resetsSince = 0;
+  #localErrorResets = 0;
+  #chaff = 0;
+  #chaffSince = 0;
   #ending = false;
+
+  // Write-side backpressure: see `#backUp`.
+  readonly #confirm: boolean;
+  readonly #confirmWindow: number;
+  /** Bytes handed to the socket so far, and how many of them the peer confirmed having read. */
+  #written = 0;
+  #confirmedAt = 0;
+  /** `#written` when our outstanding PING went out; -1 when none is outstanding. */
+  #pingAt = -1;
+  #backedUp = false;
+  #owed = 0;
+
+  // One lazily armed timer for the preface, field-block and idle deadlines.
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Infinity;
+  #prefaceDeadline = Infinity;
+  #blockDeadline = Infinity;
+  #idleSince = 0;
   #deadReason = "connection closed";
   readonly #closed = Promise.withResolvers<void>();
 
@@ -342,6 +393,8 @@ export class H2Session {
     this.streamCreditBatch = Math.max(1, Math.floor(o.initialWindowSize / 4));
     this.#decoder = new HpackDecoder({ maxListSize: o.maxHeaderListSize, maxFieldCount: o.maxHeaderCount });
     this.#prefaceLeft = o.role === "server" ? PREFACE.length : 0;
+    this.#confirm = o.confirmWrites ?? (socket as { encrypted?: boolean }).encrypted === true;
+    this.#confirmWindow = o.confirmWindow ?? CONFIRM_WINDOW;
     (socket as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
     if (o.role === "client") this.queueFrame(PREFACE);
     const settings: [number, number][] = [
@@ -365,7 +418,64 @@ export class H2Session {
     });
     // A socket that was peeked at may have been paused: 'data' alone does not restart it.
     socket.resume();
+    if (o.role === "server") {
+      const now = performance.now();
+      const preface = o.prefaceTimeoutMs ?? 10_000;
+      if (preface > 0) {
+        this.#prefaceDeadline = now + preface;
+        this.#arm(this.#prefaceDeadline);
+      }
+      this.#idleSince = now;
+      const idle = this.#idleMs;
+      if (idle > 0) this.#arm(now + idle);
+    }
   }
+
+  get #idleMs(): number {
+    return this.role === "server" ? this.#o.idleTimeoutMs ?? 600_000 : 0;
+  }
+
+  // ---- deadlines ------------------------------------------------------------------------------
+
+  /** Makes sure the timer fires no later than `at`; a timer already due earlier is kept. */
+  #arm(at: number): void {
+    if (this.#dead || at === Infinity) return;
+    if (this.#timer !== undefined) {
+      if (this.#timerAt <= at) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerAt = at;
+    this.#timer = setTimeout(this.#onTimer, Math.max(0, at - performance.now()));
+  }
+
+  #onTimer = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    if (this.#dead) return;
+    const now = performance.now();
+    if (!this.#remoteSettingsSeen && now >= this.#prefaceDeadline) {
+      return this.#fatal(
+        ErrorCode.PROTOCOL_ERROR,
+        `no preface and SETTINGS within ${this.#o.prefaceTimeoutMs ?? 10_000} ms`,
+      );
+    }
+    if (this.#continuation !== undefined && now >= this.#blockDeadline) {
+      return this.#fatal(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `field block not completed within ${this.#o.headerTimeoutMs ?? 10_000} ms`,
+      );
+    }
+    const idle = this.#idleMs;
+    if (idle > 0 && this.#active === 0 && now - this.#idleSince >= idle) {
+      // No GOAWAY (see server.ts close): a FIN once what is queued is out.
+      this.#o.log?.("debug", `h2 ${this.role}: closing a connection idle for ${idle} ms`);
+      this.closeWhenIdle();
+      return;
+    }
+    if (!this.#remoteSettingsSeen) this.#arm(this.#prefaceDeadline);
+    if (this.#continuation !== undefined) this.#arm(this.#blockDeadline);
+    if (idle > 0 && this.#active === 0) this.#arm(this.#idleSince + idle);
+  };
 
   /** Resolves when the socket has closed. */
   get closed(): Promise<void> {
@@ -479,19 +589,102 @@ export class H2Session {
     this.#out = [];
     this.#outBytes = 0;
     this.socket.write(buf);
+    this.#written += buf.length;
+    if (this.#confirm && this.#pingAt < 0 && this.#written - this.#confirmedAt >= this.#confirmWindow / 4) {
+      this.#sendConfirmPing();
+    }
+    if (!this.#backedUp && this.#backedUpNow()) this.#backUp();
   };
+
+  #sendConfirmPing(): void {
+    const f = pingFrame(CONFIRM_OPAQUE, false);
+    this.socket.write(f);
+    this.#written += f.length;
+    this.#pingAt = this.#written;
+  }
+
+  /** The write side holds more than we allow: the socket's own queue, or bytes the peer has not confirmed. */
+  #backedUpNow(): boolean {
+    if (this.#confirm) return this.#written - this.#confirmedAt > this.#confirmWindow;
+    return ((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater;
+  }
+
+  /**
+   * A peer that sends but does not read must not make us buffer without bound: reading stops until
+   * the write side drains (plain sockets), DATA waits, and the control frames it still makes us owe
+   * are capped (`#owe`). With confirmed writes reading goes on, since the PING ACK that unblocks us
+   * arrives on it; the cap on owed frames bounds what that reading may cost.
+   */
+  #backUp(): void {
+    this.#backedUp = true;
+    if (!this.#confirm) (this.socket as { pause?: () => void }).pause?.();
+  }
 
   /** True when the socket holds more than the high-water mark; 'drain' will follow (write returned false). */
   #congested(): boolean {
     if (this.#outBytes >= 64 * 1024) this.#flush();
-    return ((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater;
+    return this.#backedUpNow();
   }
 
   #onDrain = (): void => {
+    if (this.#backedUp && !this.#dead && !this.#backedUpNow()) {
+      this.#backedUp = false;
+      this.#owed = 0;
+      if (!this.#confirm) this.socket.resume();
+    }
     const ws = this.#drainWaiters;
     this.#drainWaiters = [];
     for (const w of ws) w.resolve();
   };
+
+  /** Queues a control frame the peer made us owe; too many while it does not read closes the connection. */
+  #owe(f: Uint8Array): void {
+    if (this.#backedUp && ++this.#owed > MAX_OWED_CONTROL) {
+      return this.#fatal(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${MAX_OWED_CONTROL} control frames owed to a peer that does not read`,
+      );
+    }
+    this.queueFrame(f);
+  }
+
+  /** Counts a frame that costs work and carries nothing; false once the connection was closed for it. */
+  #countChaff(what: string): boolean {
+    const now = performance.now();
+    if (now - this.#chaffSince > 1000) {
+      this.#chaffSince = now;
+      this.#chaff = 0;
+    }
+    if (++this.#chaff > CHAFF_LIMIT) {
+      this.#fatal(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${CHAFF_LIMIT} ${what} and similar frames in a second`,
+      );
+      return false;
+    }
+    return true;
+  }
+
+  /** Counts a reset toward `RESET_LIMIT` per second; false once the connection was closed for it. */
+  #countReset(local: boolean): boolean {
+    const now = performance.now();
+    if (now - this.#resetsSince > 1000) {
+      this.#resetsSince = now;
+      this.#resets = 0;
+    }
+    if (local && ++this.#localErrorResets > LOCAL_ERROR_RESET_LIMIT) {
+      this.#fatal(
+        ErrorCode.ENHANCE_YOUR_CALM,
+        `more than ${LOCAL_ERROR_RESET_LIMIT} streams reset for protocol errors`,
+      );
+      return false;
+    }
+    if (++this.#resets > RESET_LIMIT) {
+      this.#fatal(ErrorCode.ENHANCE_YOUR_CALM, `more than ${RESET_LIMIT} streams reset in a second`);
+      return false;
+    }
+    return true;
+  }
 
   sendHeaders(s: H2Stream, fields: string[], endStream: boolean): void {
     if (s.closed || s.localEnded || this.#dead) return;
@@ -565,8 +758,12 @@ export class H2Session {
 
   resetStream(s: H2Stream, code: number): void {
     if (s.closed) return;
-    this.queueFrame(rstStreamFrame(s.id, code));
+    const peerError = PEER_ERROR_CODES.has(code);
+    if (peerError) this.#owe(rstStreamFrame(s.id, code));
+    else this.queueFrame(rstStreamFrame(s.id, code));
     this.#close(s, { kind: "reset", code, local: true });
+    // A reset the peer provoked costs us as much as one it sent ("MadeYouReset").
+    if (peerError) this.#countReset(true);
   }
 
   // ---- stream bookkeeping ---------------------------------------------------------------------
@@ -582,7 +779,13 @@ export class H2Session {
       else s.finish();
       return;
     }
-    this.#active--;
+    if (--this.#active === 0) {
+      const idle = this.#idleMs;
+      if (idle > 0) {
+        this.#idleSince = performance.now();
+        this.#arm(this.#idleSince + idle);
+      }
+    }
     if (f) s.fail(f);
     else s.finish();
     this.#wakeSlots();
@@ -623,6 +826,8 @@ export class H2Session {
     for (const w of this.#drainWaiters.splice(0)) w.reject(e);
     for (const w of this.#slotWaiters.splice(0)) w.resolve();
     this.#connWaiters = [];
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
     if (destroySocket) (this.socket as { destroy(): void }).destroy();
     this.#closed.resolve();
   }
@@ -704,6 +909,7 @@ export class H2Session {
         return this.#headers(flags, id, p);
       case FrameType.PRIORITY:
         if (id === 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
+        if (!this.#countChaff("PRIORITY")) return;
         if (p.length !== 5) {
           const s = this.#streams.get(id);
           if (s) this.resetStream(s, ErrorCode.FRAME_SIZE_ERROR);
@@ -718,7 +924,18 @@ export class H2Session {
       case FrameType.PING:
         if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
         if (p.length !== 8) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `PING of ${p.length} bytes`);
-        if ((flags & Flag.ACK) === 0) this.queueFrame(pingFrame(p, true));
+        if (flags & Flag.ACK) {
+          if (this.#pingAt >= 0 && equal8(p, CONFIRM_OPAQUE)) {
+            // The peer has read everything up to our PING.
+            this.#confirmedAt = this.#pingAt;
+            this.#pingAt = -1;
+            if (this.#written - this.#confirmedAt >= this.#confirmWindow / 4) this.#sendConfirmPing();
+            this.#onDrain();
+          }
+          return;
+        }
+        if (!this.#countChaff("PING")) return;
+        this.#owe(pingFrame(p, true));
         return;
       case FrameType.GOAWAY:
         return this.#goaway(id, p);
@@ -747,6 +964,7 @@ export class H2Session {
       data = p.subarray(1, p.length - p[0]);
     }
     const len = p.length;
+    if (len === 0 && (flags & Flag.END_STREAM) === 0 && !this.#countChaff("empty DATA")) return;
     if (len > this.#connRecvWindow) {
       return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "DATA beyond the connection window");
     }
@@ -796,7 +1014,18 @@ export class H2Session {
       this.#block(id, endStream, fragment);
       return;
     }
-    this.#continuation = { id, endStream, parts: [fragment.slice()], size: fragment.length };
+    this.#continuation = {
+      id,
+      endStream,
+      parts: fragment.length ? [fragment.slice()] : [],
+      size: fragment.length,
+      frames: 1,
+    };
+    const ms = this.#o.headerTimeoutMs ?? 10_000;
+    if (ms > 0) {
+      this.#blockDeadline = performance.now() + ms;
+      this.#arm(this.#blockDeadline);
+    }
   }
 
   #continue(flags: number, id: number, p: Uint8Array): void {
@@ -811,7 +1040,11 @@ export class H2Session {
         `field block over ${blockLimit(this.#o.maxHeaderListSize)} bytes`,
       );
     }
-    c.parts.push(p.slice());
+    // Zero-length CONTINUATIONs add no bytes but still cost a frame each (CVE-2024-27316 class).
+    if (++c.frames > MAX_BLOCK_FRAMES) {
+      return this.#fatal(ErrorCode.ENHANCE_YOUR_CALM, `field block of more than ${MAX_BLOCK_FRAMES} frames`);
+    }
+    if (p.length) c.parts.push(p.slice());
     if ((flags & Flag.END_HEADERS) === 0) return;
     this.#continuation = undefined;
     const block = new Uint8Array(c.size);
@@ -867,11 +1100,13 @@ export class H2Session {
     if (id <= this.#lastPeerId) return; // a stream already closed (e.g. trailers after our reset)
     this.#lastPeerId = id;
     if (this.#goawaySent || this.#closeWhenIdle) {
-      this.queueFrame(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
+      this.#owe(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
       return;
     }
     if (this.#active >= this.#o.maxConcurrentStreams) {
-      this.queueFrame(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
+      // Over the limit we advertised: a refusal we owe, and counted like a reset we were made to send.
+      this.#owe(rstStreamFrame(id, ErrorCode.REFUSED_STREAM));
+      this.#countReset(false);
       return;
     }
     const ns = new H2Stream(this, id, this.#peerInitialWindow, this.#o.initialWindowSize);
@@ -893,16 +1128,7 @@ export class H2Session {
     }
     // "Rapid reset" (CVE-2023-44487): opening and cancelling streams costs the peer nothing and
     // us a request each, so a peer that cancels more than RESET_LIMIT per second is cut off.
-    if (this.role === "server") {
-      const now = performance.now();
-      if (now - this.#resetsSince > 1000) {
-        this.#resetsSince = now;
-        this.#resets = 0;
-      }
-      if (++this.#resets > RESET_LIMIT) {
-        return this.#fatal(ErrorCode.ENHANCE_YOUR_CALM, `more than ${RESET_LIMIT} streams reset in a second`);
-      }
-    }
+    if (this.role === "server" && !this.#countReset(false)) return;
     const code = read32(p, 0);
     this.#close(
       s,
@@ -917,6 +1143,8 @@ export class H2Session {
       return;
     }
     if (p.length % 6 !== 0) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `SETTINGS of ${p.length} bytes`);
+    if (this.#remoteSettingsSeen && !this.#countChaff("SETTINGS")) return;
+    let initialWindow: number | undefined;
     for (let at = 0; at < p.length; at += 6) {
       const key = (p[at] << 8) | p[at + 1];
       const v = read32(p, at + 2);
@@ -930,21 +1158,12 @@ export class H2Session {
         case Setting.MAX_CONCURRENT_STREAMS:
           this.#peerMaxStreams = v;
           break;
-        case Setting.INITIAL_WINDOW_SIZE: {
+        case Setting.INITIAL_WINDOW_SIZE:
           if (v > MAX_WINDOW) {
             return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${v}`);
           }
-          const delta = v - this.#peerInitialWindow;
-          this.#peerInitialWindow = v;
-          for (const s of this.#streams.values()) {
-            s.sendWindow += delta;
-            if (s.sendWindow > MAX_WINDOW) {
-              return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "stream window overflow after SETTINGS");
-            }
-            if (delta > 0) this.#wakeStream(s);
-          }
+          initialWindow = v; // applied once below: a frame repeating it must not cost a pass each
           break;
-        }
         case Setting.MAX_FRAME_SIZE:
           if (v < DEFAULT_MAX_FRAME_SIZE || v > 16_777_215) {
             return this.#fatal(ErrorCode.PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${v}`);
@@ -955,7 +1174,18 @@ export class H2Session {
           break; // MAX_HEADER_LIST_SIZE is advisory; unknown settings are ignored
       }
     }
-    this.queueFrame(SETTINGS_ACK);
+    if (initialWindow !== undefined && initialWindow !== this.#peerInitialWindow) {
+      const delta = initialWindow - this.#peerInitialWindow;
+      this.#peerInitialWindow = initialWindow;
+      for (const s of this.#streams.values()) {
+        s.sendWindow += delta;
+        if (s.sendWindow > MAX_WINDOW) {
+          return this.#fatal(ErrorCode.FLOW_CONTROL_ERROR, "stream window overflow after SETTINGS");
+        }
+        if (delta > 0) this.#wakeStream(s);
+      }
+    }
+    this.#owe(SETTINGS_ACK);
     if (!this.#remoteSettingsSeen) {
       this.#remoteSettingsSeen = true;
       this.#wakeSlots();
@@ -1026,4 +1256,19 @@ export class H2Session {
     s.sendWaiter = undefined;
     w.resolve();
   }
+}
+
+/** Codes we reset with because the peer broke a rule (counted toward the reset limits). */
+const PEER_ERROR_CODES = new Set<number>([
+  ErrorCode.PROTOCOL_ERROR,
+  ErrorCode.FLOW_CONTROL_ERROR,
+  ErrorCode.STREAM_CLOSED,
+  ErrorCode.FRAME_SIZE_ERROR,
+  ErrorCode.COMPRESSION_ERROR,
+  ErrorCode.ENHANCE_YOUR_CALM,
+]);
+
+function equal8(a: Uint8Array, b: Uint8Array): boolean {
+  for (let i = 0; i < 8; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
