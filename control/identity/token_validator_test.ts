@@ -3,7 +3,12 @@ import { Registry } from "prom-client";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
 import { IdentityMetrics } from "./metrics.ts";
-import { TokenRejected, TokenReviewUnavailable, TokenValidator } from "./token_validator.ts";
+import {
+  TokenRejected,
+  TokenReviewQuotaExceeded,
+  TokenReviewUnavailable,
+  TokenValidator,
+} from "./token_validator.ts";
 
 const settle = () => new Promise((r) => setTimeout(r, 0));
 
@@ -107,4 +112,59 @@ Deno.test("a wait for the rate limit counts against the timeout", async () => {
       e instanceof TokenReviewUnavailable && /throttled: no rate-limit slot within 3000ms/.test(e.message),
   );
   assert.equal(reviewer.calls.length, 1);
+});
+
+Deno.test("reviews are fair-queued per client: one client's backlog is refused past its share, others go next", async () => {
+  const clock = new FakeClock();
+  const answers: Record<string, ReturnType<typeof serviceAccountToken>> = {};
+  for (let i = 0; i < 10; i++) answers[`flood-${i}`] = serviceAccountToken("evil", "flood");
+  answers["good"] = serviceAccountToken("ns", "good");
+  const reviewer = new FakeReviewer(answers);
+  const validator = new TokenValidator(reviewer, {
+    audiences: ["identity.l5d.io"],
+    rateLimit: { ratePerSecond: 1, burst: 1, maxQueued: 100 },
+    maxQueuedPerClient: 3,
+    timeoutMs: 60_000,
+  }, clock);
+  const flood = Array.from({ length: 5 }, (_, i) => validator.validate(`flood-${i}`, "evil/flood"));
+  flood.forEach((p) => p.catch(() => {}));
+  const good = validator.validate("good", "ns/good");
+  await settle();
+  assert.deepEqual(reviewer.calls.map((c) => c.token), ["flood-0"]);
+  await assert.rejects(
+    flood[4],
+    (e) =>
+      e instanceof TokenReviewQuotaExceeded &&
+      e.message ===
+        "TokenReview refused: 3 requests from evil/flood already waiting (limit 3 per client); retry later",
+  );
+  clock.advance(1000);
+  await settle();
+  clock.advance(1000);
+  await settle();
+  // flood-1 was first in line, then it is the good client's turn, ahead of flood-2 and flood-3.
+  assert.deepEqual(reviewer.calls.map((c) => c.token), ["flood-0", "flood-1", "good"]);
+  assert.equal((await good).serviceAccount, "good");
+  validator.close();
+});
+
+Deno.test("a TokenReview that lists no audiences is refused when audiences were asked for", async () => {
+  const reviewer = new FakeReviewer({
+    "no-aud": { authenticated: true, username: "system:serviceaccount:ns:sa" },
+    "empty-aud": { authenticated: true, username: "system:serviceaccount:ns:sa", audiences: [] },
+  });
+  const validator = new TokenValidator(reviewer, {
+    audiences: ["identity.l5d.io"],
+    rateLimit: { ratePerSecond: 10, burst: 10, maxQueued: 10 },
+    timeoutMs: 1000,
+  }, new FakeClock());
+  for (const token of ["no-aud", "empty-aud"]) {
+    await assert.rejects(
+      validator.validate(token),
+      (e) =>
+        e instanceof TokenRejected && e.reason === "token_audience" &&
+        e.message === 'TokenReview lists no audiences for the token, want ["identity.l5d.io"]',
+    );
+  }
+  validator.close();
 });
