@@ -12,6 +12,7 @@ import {
   Update,
 } from "../../proto/gen/destination.ts";
 import { GrpcServerMetrics } from "../grpc/server_metrics.ts";
+import { type ControlServerLimits, controlServerOptions } from "../grpc/server_options.ts";
 import { RequestError, toServiceError } from "../grpc/request_error.ts";
 import type { ClusterState } from "./cluster_state.ts";
 import type { DestinationConfig } from "./config.ts";
@@ -202,6 +203,8 @@ export class Destination {
 export interface DestinationServerOptions extends DestinationServiceDeps {
   hostname: string;
   port: number;
+  /** Tests shrink the shared control-plane server limits to reach them cheaply. */
+  limits?: Partial<ControlServerLimits>;
 }
 
 /** Starts the gRPC server; resolves with the bound port and the Destination instance. */
@@ -209,7 +212,7 @@ export async function serveDestination(
   opts: DestinationServerOptions,
 ): Promise<{ server: grpc.Server; port: number; destination: Destination }> {
   const metrics = new GrpcServerMetrics(opts.registry);
-  const server = new grpc.Server({ interceptors: [metrics.interceptor] });
+  const server = new grpc.Server(controlServerOptions("destination", [metrics.interceptor], opts.limits));
   const destination = new Destination(opts);
   server.addService(DestinationBytesService as unknown as grpc.ServiceDefinition, destination.handlers);
   const port = await new Promise<number>((resolve, reject) =>

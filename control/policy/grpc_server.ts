@@ -9,6 +9,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import { InboundServerPoliciesService, type PortSpec, Server } from "../../proto/gen/inbound.ts";
 import { OutboundPoliciesService, OutboundPolicy, type TrafficSpec } from "../../proto/gen/outbound.ts";
 import { GrpcServerMetrics } from "../grpc/server_metrics.ts";
+import { type ControlServerLimits, controlServerOptions } from "../grpc/server_options.ts";
 import { RequestError, toServiceError } from "../grpc/request_error.ts";
 import type { PolicyConfig } from "./config.ts";
 import { checkPort, inboundPolicy, parseWorkload } from "./inbound_index.ts";
@@ -54,23 +55,38 @@ export interface PolicyServerOptions {
   registry: Registry;
   /** Updates a stream may have waiting while its transport is backed up, before it is reset. */
   streamQueueCapacity?: number;
+  /** How long a stream's transport may stay backed up (the client not reading) before it is reset. */
+  streamSendTimeoutMs?: number;
+  /** Tests shrink the shared control-plane server limits to reach them cheaply. */
+  limits?: Partial<ControlServerLimits>;
 }
+
+/** As destination's: a proxy that takes no policy update for 5 s is stuck or hostile. */
+export const DEFAULT_POLICY_SEND_TIMEOUT_MS = 5000;
 
 export class PolicyGrpcServer {
   readonly server: grpc.Server;
   readonly hub: PolicyHub;
   readonly #sinks = new Set<StreamSink>();
   readonly #overflow: Counter;
+  readonly #sendTimeouts: Counter;
   readonly #streams: Gauge;
 
   constructor(opts: PolicyServerOptions) {
     const { store, config, registry } = opts;
     const capacity = opts.streamQueueCapacity ?? 16;
+    const sendTimeoutMs = opts.streamSendTimeoutMs ?? DEFAULT_POLICY_SEND_TIMEOUT_MS;
     this.hub = new PolicyHub(store, config);
     const metrics = new GrpcServerMetrics(registry);
     this.#overflow = new Counter({
       name: "policy_updates_queue_overflow_total",
       help: "Policy streams reset because their update queue overflowed.",
+      labelNames: ["direction"],
+      registers: [registry],
+    });
+    this.#sendTimeouts = new Counter({
+      name: "policy_stream_send_timeouts_total",
+      help: "Policy streams reset because the client did not take updates within the send timeout.",
       labelNames: ["direction"],
       registers: [registry],
     });
@@ -80,14 +96,17 @@ export class PolicyGrpcServer {
       labelNames: ["direction"],
       registers: [registry],
     });
-    this.server = new grpc.Server({ interceptors: [metrics.interceptor] });
+    this.server = new grpc.Server(controlServerOptions("policy", [metrics.interceptor], opts.limits));
 
     const stream = (
       direction: "inbound" | "outbound",
       call: grpc.ServerWritableStream<unknown, unknown>,
       subscribe: (sink: StreamSink, sub: { send(b: Uint8Array): void; fail(e: unknown): void }) => () => void,
     ) => {
-      const sink = new StreamSink(call, capacity, () => this.#overflow.inc({ direction }));
+      const sink = new StreamSink(call, capacity, () => this.#overflow.inc({ direction }), {
+        ms: sendTimeoutMs,
+        onTimeout: () => this.#sendTimeouts.inc({ direction }),
+      });
       let unsubscribe: (() => void) | undefined;
       const done = () => {
         if (!this.#sinks.delete(sink)) return;

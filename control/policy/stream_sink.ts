@@ -1,10 +1,12 @@
 /**
  * The sending side of one policy stream. `offer` never waits: while the transport accepts
  * writes they go straight through; while it is backed up, updates wait in a bounded queue, and
- * when that fills the stream is reset (UNAVAILABLE) so the proxy reconnects and re-syncs from a
- * fresh snapshot instead of the controller buffering without bound.
+ * when that fills, or the transport has not drained for the send timeout, the stream is reset so
+ * the proxy reconnects and re-syncs from a fresh snapshot instead of the controller buffering
+ * without bound for a client that does not read.
  */
 import * as grpc from "@grpc/grpc-js";
+import { rstStream } from "../grpc/rst_stream.ts";
 
 export interface Writable {
   write(chunk: unknown): boolean;
@@ -13,18 +15,27 @@ export interface Writable {
   end(): unknown;
 }
 
+export interface SendTimeout {
+  /** How long the transport may stay backed up before the stream is reset. */
+  ms: number;
+  onTimeout: () => void;
+}
+
 export class StreamSink {
   readonly #out: Writable;
   readonly #capacity: number;
   readonly #onOverflow: () => void;
+  readonly #sendTimeout: SendTimeout | undefined;
   readonly #queue: Uint8Array[] = [];
   #blocked = false;
   #closed = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(out: Writable, capacity: number, onOverflow: () => void) {
+  constructor(out: Writable, capacity: number, onOverflow: () => void, sendTimeout?: SendTimeout) {
     this.#out = out;
     this.#capacity = capacity;
     this.#onOverflow = onOverflow;
+    this.#sendTimeout = sendTimeout;
   }
 
   get closed(): boolean {
@@ -43,7 +54,7 @@ export class StreamSink {
     }
     if (this.#queue.length >= this.#capacity) {
       this.#onOverflow();
-      this.fail(grpc.status.UNAVAILABLE, "policy update queue overflowed; reconnect to re-sync");
+      this.#reset("policy update queue overflowed; reconnect to re-sync");
       return;
     }
     this.#queue.push(bytes);
@@ -51,7 +62,16 @@ export class StreamSink {
 
   #wait(): void {
     this.#blocked = true;
+    const t = this.#sendTimeout;
+    if (t) {
+      this.#timer = setTimeout(() => {
+        if (this.#closed) return;
+        t.onTimeout();
+        this.#reset(`policy stream send timed out after ${t.ms} ms; reconnect to re-sync`);
+      }, t.ms);
+    }
     this.#out.once("drain", () => {
+      clearTimeout(this.#timer);
       this.#blocked = false;
       while (!this.#closed && this.#queue.length > 0) {
         if (!this.#out.write(this.#queue.shift()!)) {
@@ -62,19 +82,30 @@ export class StreamSink {
     });
   }
 
+  /**
+   * A backed-up stream is reset at the HTTP/2 level: a status queued behind unread data would never
+   * arrive and would keep the stream and its bytes on the server.
+   */
+  #reset(details: string): void {
+    if (this.#closed) return;
+    if (rstStream(this.#out)) {
+      this.detach();
+      return;
+    }
+    this.fail(grpc.status.UNAVAILABLE, details);
+  }
+
   /** Ends the stream with a status (drops anything queued). */
   fail(code: grpc.status, details: string): void {
     if (this.#closed) return;
-    this.#closed = true;
-    this.#queue.length = 0;
+    this.detach();
     this.#out.emit("error", Object.assign(new Error(details), { code, details }));
   }
 
   /** Ends the stream cleanly (server shutdown). */
   close(): void {
     if (this.#closed) return;
-    this.#closed = true;
-    this.#queue.length = 0;
+    this.detach();
     this.#out.end();
   }
 
@@ -82,5 +113,6 @@ export class StreamSink {
   detach(): void {
     this.#closed = true;
     this.#queue.length = 0;
+    clearTimeout(this.#timer);
   }
 }

@@ -54,3 +54,25 @@ Deno.test("StreamSink resets the stream with UNAVAILABLE when the queue overflow
   t.drain(10);
   assertEquals(t.written, [1]);
 });
+
+Deno.test("StreamSink resets a stream whose transport stays backed up past the send timeout, and counts it", async () => {
+  const t = new FakeTransport(1);
+  let timeouts = 0;
+  const s = new StreamSink(t, 100, () => {}, { ms: 20, onTimeout: () => timeouts++ });
+  s.offer(new Uint8Array([1])); // accepted, then back-pressure
+  s.offer(new Uint8Array([2])); // queued
+  await new Promise((r) => setTimeout(r, 60));
+  assertEquals([timeouts, s.closed, t.errors.map((e) => e.code)], [1, true, [grpc.status.UNAVAILABLE]]);
+});
+
+Deno.test("StreamSink keeps a stream whose transport drains within the send timeout", async () => {
+  const t = new FakeTransport(1);
+  let timeouts = 0;
+  const s = new StreamSink(t, 100, () => {}, { ms: 50, onTimeout: () => timeouts++ });
+  s.offer(new Uint8Array([1]));
+  s.offer(new Uint8Array([2]));
+  t.drain(10);
+  await new Promise((r) => setTimeout(r, 80));
+  assertEquals([timeouts, s.closed, t.written], [0, false, [1, 2]]);
+  s.detach();
+});
