@@ -2,6 +2,7 @@
 import * as grpc from "@grpc/grpc-js";
 import type { Registry } from "prom-client";
 import { GrpcServerMetrics } from "../grpc/server_metrics.ts";
+import { controlServerOptions } from "../grpc/server_options.ts";
 import { toServiceError } from "../grpc/request_error.ts";
 import { type CertifyRequest, type CertifyResponse, IdentityService } from "../../proto/gen/identity.ts";
 import type { CertifyService } from "./service.ts";
@@ -21,7 +22,7 @@ export async function serveIdentityGrpc(opts: {
   log?: (line: string) => void;
 }): Promise<IdentityGrpcServer> {
   const metrics = new GrpcServerMetrics(opts.registry);
-  const server = new grpc.Server({ interceptors: [metrics.interceptor] });
+  const server = new grpc.Server(controlServerOptions("identity", [metrics.interceptor]));
   server.addService(IdentityService, {
     certify(
       call: grpc.ServerUnaryCall<CertifyRequest, CertifyResponse>,
