@@ -205,20 +205,41 @@ export class RawH2Client {
     });
   }
 
-  static async open(port: number): Promise<RawH2Client> {
+  static async open(port: number, handshake = true): Promise<RawH2Client> {
     const sock = net.connect({ host: "127.0.0.1", port });
     await new Promise<void>((resolve, reject) => {
       sock.once("connect", () => resolve());
       sock.once("error", reject);
     });
+    return RawH2Client.over(sock, handshake);
+  }
+
+  /** A raw client on an already-connected socket (e.g. mesh TLS); `handshake` sends preface + SETTINGS. */
+  static over(sock: net.Socket, handshake = true): RawH2Client {
     const c = new RawH2Client(sock);
-    sock.write(PREFACE);
-    sock.write(frame(FRAME.SETTINGS, 0, 0));
+    if (handshake) {
+      sock.write(PREFACE);
+      sock.write(frame(FRAME.SETTINGS, 0, 0));
+    }
     return c;
   }
 
   write(...frames: Uint8Array[]): void {
     for (const f of frames) this.#sock.write(f);
+  }
+
+  /** Stops reading the socket (a peer that never reads what the server sends). */
+  pauseReading(): void {
+    this.#sock.pause();
+  }
+
+  resumeReading(): void {
+    this.#sock.resume();
+  }
+
+  /** Bytes this client wrote that the server has not taken yet (grows once the server stops reading). */
+  get writableLength(): number {
+    return this.#sock.writableLength;
   }
 
   #onData(c: Uint8Array): void {
