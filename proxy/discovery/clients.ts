@@ -15,8 +15,17 @@ import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/out
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
-import { compileServer, type PortPolicy } from "../inbound/authorize.ts";
-import { compileHttpServer, type HttpServerPolicy } from "../inbound/http_authorize.ts";
+import { Registry } from "prom-client";
+import {
+  compileServer,
+  invalidPolicy,
+  type InvalidPolicyReason,
+  PolicyError,
+  type PortPolicy,
+} from "../inbound/authorize.ts";
+import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "../inbound/http_authorize.ts";
+import type { Log } from "../log.ts";
+import { InboundPolicyMetrics } from "../metrics/policy_metrics.ts";
 import { controlChannelOptions, controlCredentials, controlTarget, runStream } from "./control_client.ts";
 import { SharedWatch, type SharedWatchOptions } from "./shared_watch.ts";
 
@@ -34,17 +43,70 @@ export interface DiscoveryOptions {
   inboundIdleMs: number;
   outboundIdleMs: number;
   onEvent?: SharedWatchOptions<unknown, unknown, unknown>["onEvent"];
+  /** Where `inbound_policy_invalid*` are registered (a private registry when absent). */
+  registry?: Registry;
+  /** Invalid inbound policies are logged here (warn), and the recovery (info). */
+  log?: Log;
 }
 
 /**
  * A port's Server policy, compiled once per update for both uses: connection-level authorization
- * (opaque/TCP) and per-route HTTP authorization.
+ * (opaque/TCP) and per-route HTTP authorization. `invalid` is set on the deny-everything policy
+ * that stands in for a message that could not be compiled.
  */
-export type InboundPortPolicy = PortPolicy & { readonly http: HttpServerPolicy };
+export type InboundPortPolicy = PortPolicy & {
+  readonly http: HttpServerPolicy;
+  readonly invalid?: { readonly reason: InvalidPolicyReason; readonly message: string };
+};
 
-/** Both compiled forms of a Server; throws (keeping the previous state) when either is invalid. */
+/** Both compiled forms of a Server; throws PolicyError when the message is invalid. */
 export function compileInboundPort(s: Server): InboundPortPolicy {
   return { ...compileServer(s), http: compileHttpServer(s) };
+}
+
+/**
+ * Both compiled forms of a Server, or, when it cannot be compiled, a policy that denies every
+ * connection and request (fail closed, as Linkerd's invalid server policy): never the previous,
+ * possibly more permissive, policy and never the cluster default.
+ */
+export function compileInboundPortOrDeny(s: Server): InboundPortPolicy {
+  try {
+    return compileInboundPort(s);
+  } catch (e) {
+    const reason = e instanceof PolicyError ? e.reason : "malformed";
+    const deny = invalidPolicy();
+    return {
+      ...deny,
+      http: httpServerFromPort(deny),
+      invalid: { reason, message: String((e as Error)?.message ?? e) },
+    };
+  }
+}
+
+/**
+ * The inbound watch's reducer: each Server message compiled, or the deny policy when it cannot
+ * be; an invalid message is counted and logged (warn) with its port and reason, and the first
+ * valid one after it logged (info) as the recovery.
+ */
+export function inboundPolicyReducer(
+  metrics: InboundPolicyMetrics,
+  log: Log | undefined,
+): (prev: InboundPortPolicy | undefined, msg: Server, port: number) => InboundPortPolicy {
+  return (_prev, msg, port) => {
+    const p = compileInboundPortOrDeny(msg);
+    if (p.invalid) {
+      metrics.rejected(port, p.invalid.reason);
+      log?.(
+        "warn",
+        `inbound policy for port ${port} is invalid (${p.invalid.reason}): ${p.invalid.message}; ` +
+          "denying every connection and request on the port until a valid policy arrives",
+      );
+    } else if (metrics.isInvalid(port)) {
+      metrics.recovered(port);
+      log?.("info", `inbound policy for port ${port} is valid again (server ${p.serverName})`);
+    }
+    return p;
+  };
 }
 
 /** Endpoints of one Destination.Get path, by `ip:port`. */
@@ -109,12 +171,13 @@ export class Discovery {
       controlChannelOptions(o.destination, o.backoff),
     );
     this.#clients.push(policyClient, outboundClient, dstClient);
+    const policyMetrics = new InboundPolicyMetrics(o.registry ?? new Registry());
     this.inbound = new SharedWatch({
       name: "inbound_policy",
       keyOf: (port) => String(port),
       open: (port, signal, on) =>
         runStream(policyClient.watchPort({ workload: o.workload, port }), signal, on),
-      reduce: (_prev, msg) => compileInboundPort(msg),
+      reduce: inboundPolicyReducer(policyMetrics, o.log),
       terminalCodes: NO_RETRY,
       idleMs: o.inboundIdleMs,
       backoff: o.backoff,

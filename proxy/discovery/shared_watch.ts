@@ -40,8 +40,11 @@ export interface SharedWatchOptions<K, M, S> {
   name: string;
   keyOf: (key: K) => string;
   open: OpenStream<K, M>;
-  /** Folds a message into the state; `prev` is undefined for the first message of each stream. */
-  reduce: (prev: S | undefined, msg: M) => S;
+  /**
+   * Folds a message into the state; `prev` is undefined for the first message of each stream.
+   * Throwing keeps the previous state (a reducer that must fail closed returns a closed state).
+   */
+  reduce: (prev: S | undefined, msg: M, key: K) => S;
   /** gRPC codes that end the watch for good. */
   terminalCodes: ReadonlySet<number>;
   idleMs: number;
@@ -141,7 +144,7 @@ export class SharedWatch<K, M, S> {
       let first = true;
       const end = await o.open(e.key, e.abort.signal, (msg) => {
         try {
-          const next = o.reduce(first ? undefined : e.view.state, msg);
+          const next = o.reduce(first ? undefined : e.view.state, msg, e.key);
           e.view = { state: next, status: "live" };
         } catch (err) {
           // An invalid message keeps the previous state; the stream stays up.

@@ -1,35 +1,46 @@
 /**
- * HTTP protocol detection on the first bytes of a connection, as the reference proxy does it:
- * one read of up to 1024 bytes within the detect timeout; the HTTP/2 preface → HTTP/2, an HTTP/1
- * request line (or a prefix of one, at least 14 bytes) → HTTP/1, anything else → opaque TCP.
- * A read that times out counts as opaque; EOF before any byte is an error. The bytes read are
- * put back on the socket, so the next layer sees the stream from its start.
+ * HTTP protocol detection on the first bytes of a connection: the HTTP/2 preface → HTTP/2, the
+ * start of an HTTP/1 request (the grammar in `h1/request_line.ts`, which accepts whatever the
+ * proxy's HTTP/1 server would read as a request) → HTTP/1, anything else → opaque TCP.
  *
- * The HTTP/1 check is stricter than a generic parser: upper-case method of at most 20
- * characters, a request target of visible ASCII starting with '/', '*' or a letter, version
- * HTTP/1.0 or HTTP/1.1. Opaque is the safe answer (the bytes are still forwarded), so anything
- * unusual goes there rather than into the HTTP codec.
+ * Detection reads until the bytes decide (up to 1024 of them) or the detect timeout passes. Bytes
+ * that could still be the start of a request when reading stops count as HTTP, so a client cannot
+ * dribble a request line past the timeout (or past 1024 bytes) to be forwarded as opaque TCP,
+ * which would skip route authorization. Only a client that sends nothing within the timeout is
+ * opaque on timeout (server-speaks-first protocols), and then still authorized per connection.
+ * EOF before any byte is an error. The bytes read are put back on the socket, so the next layer
+ * sees the stream from its start.
  */
 import type * as net from "node:net";
 import { peek } from "../transport/peek.ts";
+import { classifyRequestLine, NOT_REQUEST, REQUEST_LINE } from "./h1/request_line.ts";
 
 export type DetectedProtocol = "http2" | "http1" | "opaque";
+/** What the first bytes say so far; `undecided` needs more bytes. */
+export type Classification = DetectedProtocol | "undecided";
 
 /** What the detector reads at most; more may have arrived and is put back untouched. */
 export const DETECT_READ_BYTES = 1024;
-/** Both the abbreviated preface `PRI * HTTP/2.0` and the shortest request line `GET / HTTP/1.1`. */
-export const DETECT_MIN_BYTES = 14;
-const MAX_METHOD = 20;
 
 const PREFACE = new TextEncoder().encode("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-const VERSION = new TextEncoder().encode("HTTP/1.");
 
 /** Classifies the first bytes of a connection (only the first 1024 are looked at). */
-export function detectHttp(bytes: Uint8Array): DetectedProtocol {
+export function detectHttp(bytes: Uint8Array): Classification {
   const b = bytes.length > DETECT_READ_BYTES ? bytes.subarray(0, DETECT_READ_BYTES) : bytes;
-  if (b.length < DETECT_MIN_BYTES) return "opaque";
-  if (isPrefacePrefix(b)) return "http2";
-  return isRequestLinePrefix(b) ? "http1" : "opaque";
+  if (isPrefacePrefix(b)) return b.length >= PREFACE.length ? "http2" : "undecided";
+  const c = classifyRequestLine(b);
+  return c === REQUEST_LINE ? "http1" : c === NOT_REQUEST ? "opaque" : "undecided";
+}
+
+/**
+ * The protocol of bytes that stopped arriving (timeout, or the read limit) while still
+ * undecided: HTTP, never opaque, unless nothing arrived at all.
+ */
+export function settle(bytes: Uint8Array): DetectedProtocol {
+  const c = detectHttp(bytes);
+  if (c !== "undecided") return c;
+  if (bytes.length === 0) return "opaque";
+  return isPrefacePrefix(bytes) ? "http2" : "http1";
 }
 
 function isPrefacePrefix(b: Uint8Array): boolean {
@@ -38,49 +49,9 @@ function isPrefacePrefix(b: Uint8Array): boolean {
   return true;
 }
 
-/** True when `b` is a request line, or a prefix of one that the bytes so far do not contradict. */
-function isRequestLinePrefix(b: Uint8Array): boolean {
-  const n = b.length;
-  let i = 0;
-  // method
-  while (i < n && isMethodChar(b[i])) i++;
-  if (i === 0 || i > MAX_METHOD || i === n || b[i] !== 0x20) return false;
-  i++;
-  // request-target
-  if (i === n) return true;
-  const first = b[i];
-  if (!(first === 0x2f || first === 0x2a || isAlpha(first))) return false;
-  while (i < n && b[i] >= 0x21 && b[i] <= 0x7e) i++;
-  if (i === n) return true;
-  if (b[i] !== 0x20) return false;
-  i++;
-  // HTTP-version
-  for (let v = 0; v < VERSION.length; v++, i++) {
-    if (i === n) return true;
-    if (b[i] !== VERSION[v]) return false;
-  }
-  if (i === n) return true;
-  if (b[i] !== 0x30 && b[i] !== 0x31) return false;
-  i++;
-  // end of line: CRLF (a bare LF is left for the HTTP/1 codec to refuse)
-  if (i === n) return true;
-  if (b[i] === 0x0a) return true;
-  if (b[i] !== 0x0d) return false;
-  i++;
-  return i === n || b[i] === 0x0a;
-}
-
-function isMethodChar(c: number): boolean {
-  return (c >= 0x41 && c <= 0x5a) || c === 0x2d || c === 0x5f; // A-Z - _
-}
-
-function isAlpha(c: number): boolean {
-  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
-}
-
 export interface Detection {
   protocol: DetectedProtocol;
-  /** The read timed out (protocol is then "opaque"); callers count these. */
+  /** The read timed out (callers count these); with no byte read the protocol is "opaque". */
   timedOut: boolean;
   /** What was read (and put back on the socket). */
   bytes: Uint8Array;
@@ -91,8 +62,8 @@ export class DetectError extends Error {
 }
 
 /**
- * One read from `sock` within `timeoutMs`, classified; the bytes are unshifted back and the
- * socket is left paused for the next reader. Rejects with DetectError when the connection ends
+ * Reads from `sock` until the bytes decide, 1024 are read or `timeoutMs` passes, and classifies
+ * them; the bytes are unshifted back and the socket is left paused for the next reader. Rejects with DetectError when the connection ends
  * or fails before sending anything.
  */
 export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Detection> {
@@ -105,7 +76,7 @@ export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Det
     };
     sock.once("close", onGone);
     sock.once("error", onGone);
-    peek(sock, () => true, DETECT_READ_BYTES, timeoutMs).then((p) => {
+    peek(sock, (b) => detectHttp(b) !== "undecided", DETECT_READ_BYTES, timeoutMs).then((p) => {
       sock.off("close", onGone);
       sock.off("error", onGone);
       if (settled) return;
@@ -115,7 +86,7 @@ export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Det
         return;
       }
       resolve({
-        protocol: p.timedOut ? "opaque" : detectHttp(p.bytes),
+        protocol: settle(p.bytes),
         timedOut: p.timedOut,
         bytes: p.bytes,
       });

@@ -3,6 +3,7 @@
  * policy until one arrives) compiled into matchers, and the per-connection decision.
  */
 import type { Authz, Server } from "../../proto/gen/inbound.ts";
+import type { IPNetwork } from "../../proto/gen/net.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import { fromIpAddress } from "../../proto/ip.ts";
 import type { Cidr } from "../config/parse.ts";
@@ -29,8 +30,25 @@ export interface PortPolicy {
   authorizations: CompiledAuthz[];
 }
 
+/**
+ * What part of a Server message the proxy could not compile: a metric label, so a small fixed
+ * set (the detail goes to the log).
+ */
+export type InvalidPolicyReason =
+  | "protocol"
+  | "metadata"
+  | "network"
+  | "authentication"
+  | "route_match"
+  | "route_filter"
+  | "rate_limit"
+  | "malformed";
+
 export class PolicyError extends Error {
   override name = "PolicyError";
+  constructor(message: string, readonly reason: InvalidPolicyReason = "malformed") {
+    super(message);
+  }
 }
 
 export interface ConnMeta {
@@ -48,6 +66,15 @@ const ALL_V6 = makeNet("::", 0);
 
 function nets(cidrs: Cidr[]): CompiledAuthz["networks"] {
   return cidrs.map((c) => ({ net: makeNet(c.ip, c.prefix), except: [] }));
+}
+
+/**
+ * What a port gets when its Server message cannot be compiled (Linkerd's invalid server policy):
+ * no authorization, so every connection and every request is denied (HTTP 403, gRPC
+ * PERMISSION_DENIED, TCP closed), never the last valid policy or the cluster default.
+ */
+export function invalidPolicy(): PortPolicy {
+  return { serverName: "invalid", serverKind: "default", protocol: "detect", authorizations: [] };
 }
 
 /** The policy a port has until the control plane says otherwise (LINKERD2_PROXY_INBOUND_DEFAULT_POLICY). */
@@ -81,22 +108,33 @@ export function defaultPolicy(
   };
 }
 
+/** A network of an authorization; throws PolicyError("network") naming what is wrong. */
+function compileNet(n: IPNetwork | undefined, what: string): Net {
+  if (!n?.ip?.ip) throw new PolicyError(`${what} has no address`, "network");
+  const ip = fromIpAddress(n.ip);
+  const max = ip.includes(":") ? 128 : 32;
+  if (!Number.isInteger(n.prefixLen) || n.prefixLen < 0 || n.prefixLen > max) {
+    throw new PolicyError(`${what} ${ip}/${n.prefixLen}: prefix length is not in 0..${max}`, "network");
+  }
+  return makeNet(ip, n.prefixLen);
+}
+
 function compileAuthz(a: Authz, i: number): CompiledAuthz {
-  if (a.networks.length === 0) throw new PolicyError(`authorization ${i} has no networks`);
-  const networks = a.networks.map((n, j) => {
-    if (!n.net?.ip) throw new PolicyError(`authorization ${i} network ${j} has no address`);
-    return {
-      net: makeNet(fromIpAddress(n.net.ip), n.net.prefixLen),
-      except: n.except.map((e) => makeNet(fromIpAddress(e.ip!), e.prefixLen)),
-    };
-  });
+  if (a.networks.length === 0) throw new PolicyError(`authorization ${i} has no networks`, "network");
+  const networks = a.networks.map((n, j) => ({
+    net: compileNet(n.net, `authorization ${i} network ${j}`),
+    except: n.except.map((e, k) => compileNet(e, `authorization ${i} network ${j} except ${k}`)),
+  }));
   const permit = a.authentication?.permit;
   let authn: Authn;
-  if (!permit) throw new PolicyError(`authorization ${i} has no authentication`);
+  // An authentication kind this proxy does not know decodes as no authentication at all.
+  if (!permit) throw new PolicyError(`authorization ${i} has no authentication this proxy knows`, "authentication");
   if (permit.$case === "unauthenticated") authn = { kind: "unauthenticated" };
   else {
     const clients = permit.value.clients;
-    if (!clients) throw new PolicyError(`authorization ${i} meshTLS has no clients`);
+    if (!clients) {
+      throw new PolicyError(`authorization ${i} meshTLS has no clients this proxy knows`, "authentication");
+    }
     authn = clients.$case === "unauthenticated" ? { kind: "tls_any" } : {
       kind: "identities",
       names: new Set(clients.value.identities.map((x) => x.name)),
@@ -116,10 +154,12 @@ function compileAuthz(a: Authz, i: number): CompiledAuthz {
 /** Validates and compiles a Server message as the proxy does; throws PolicyError when invalid. */
 export function compileServer(s: Server): PortPolicy {
   const kind = s.protocol?.kind;
-  if (!kind) throw new PolicyError("server has no protocol");
-  if (kind.$case === "detect" && !kind.value.timeout) throw new PolicyError("detect protocol has no timeout");
+  if (!kind) throw new PolicyError("server has no protocol this proxy knows", "protocol");
+  if (kind.$case === "detect" && !kind.value.timeout) {
+    throw new PolicyError("detect protocol has no timeout", "protocol");
+  }
   const name = s.labels["name"];
-  if (!name) throw new PolicyError("server labels have no name");
+  if (!name) throw new PolicyError("server labels have no name", "metadata");
   return {
     serverName: name,
     serverKind: s.labels["kind"] ?? "server",

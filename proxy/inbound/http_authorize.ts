@@ -24,9 +24,16 @@ import { compileGrpcFilters, compileHttpFilters, RouteFilters } from "../http/ro
 import { compileGrpcMatch, GRPC_MATCH_ALL } from "../http/route/grpc_match.ts";
 import { compileHostMatch, compileHttpMatch, MATCH_ALL, type Matcher } from "../http/route/http_match.ts";
 import { type LocalRateLimit, localRateLimit } from "../http/route/local_rate_limit.ts";
-import { RouteConfigError, type RouteMeta, routeMeta } from "../http/route/meta.ts";
+import { type RouteMeta, routeMeta } from "../http/route/meta.ts";
 import { RouteTable, type TableRoute } from "../http/route/table.ts";
-import { authorize, compileServer, type ConnMeta, PolicyError, type PortPolicy } from "./authorize.ts";
+import {
+  authorize,
+  compileServer,
+  type ConnMeta,
+  type InvalidPolicyReason,
+  PolicyError,
+  type PortPolicy,
+} from "./authorize.ts";
 
 /** group / kind / name, as metrics label policy objects. */
 export interface PolicyRef {
@@ -146,67 +153,91 @@ export function httpServerFromPort(p: PortPolicy): HttpServerPolicy {
   return build(p, serverRef(p, undefined), p.protocol === "grpc", [], undefined);
 }
 
-/** Validates and compiles a Server's HTTP part; throws PolicyError naming what is wrong. */
+/**
+ * Runs one compile step: any error it throws becomes a PolicyError with `reason` (a PolicyError
+ * keeps its own), its message prefixed with `prefix` when given.
+ */
+function step<T>(reason: InvalidPolicyReason, f: () => T, prefix?: string): T {
+  try {
+    return f();
+  } catch (e) {
+    if (!(e instanceof Error)) throw e;
+    const message = prefix === undefined ? e.message : `${prefix}: ${e.message}`;
+    throw new PolicyError(message, e instanceof PolicyError ? e.reason : reason);
+  }
+}
+
+/** A filter this proxy does not know decodes with no kind: the policy cannot be honoured. */
+function checkFilterKinds(filters: { kind?: unknown }[], what: string): void {
+  filters.forEach((f, i) => {
+    if (!f.kind) throw new PolicyError(`${what} filter ${i} has no kind this proxy knows`, "route_filter");
+  });
+}
+
+/**
+ * Validates and compiles a Server's HTTP part; throws PolicyError naming what is wrong, with a
+ * `reason` saying which part. Every part of the message is compiled here, so a message that
+ * passes cannot fail later, per request.
+ */
 export function compileHttpServer(s: Server, clock: Clock = preciseClock): HttpServerPolicy {
   const base = compileServer(s);
   const server = serverRef(base, s.labels);
-  const authzOf = (authorizations: Server["authorizations"], what: string) => {
-    try {
-      return compileServer({ ...s, authorizations }).authorizations;
-    } catch (e) {
-      throw new PolicyError(`${what}: ${(e as Error).message}`);
-    }
-  };
+  const authzOf = (authorizations: Server["authorizations"], what: string) =>
+    step("malformed", () => compileServer({ ...s, authorizations }).authorizations, what);
   const k = s.protocol!.kind!;
-  try {
-    // HTTP and gRPC routes differ only in how their matches and filters compile.
-    const compileRoutes = <M, F>(
-      routes: (Pick<HttpRoute, "metadata" | "hosts" | "authorizations"> & {
-        rules: { matches: M[]; filters: F[] }[];
-      })[],
-      kind: "http" | "grpc",
-      compileMatch: (m: M, what: string) => Matcher,
-      compileFilters: (f: F[], what: string) => RouteFilters,
-    ): TableRoute<InboundRoute>[] =>
-      routes.map((r, index) => {
-        const meta = routeMeta(r.metadata, `${kind} route ${index}`);
-        const what = `${kind} route ${meta.name}`;
-        const authz = routePolicy(base, authzOf(r.authorizations, what));
-        return {
-          hosts: r.hosts.map((h) => compileHostMatch(h, what)),
-          rules: r.rules.map((rule, i) => ({
-            matchers: rule.matches.map((m, j) => compileMatch(m, `${what} rule ${i} match ${j}`)),
-            policy: {
-              index,
-              ref: ref(meta),
-              meta,
-              authz,
-              filters: compileFilters(rule.filters, `${what} rule ${i}`),
-            },
-          })),
-        };
-      });
-    if (k.$case === "grpc") {
-      const routes = compileRoutes(k.value.routes, "grpc", compileGrpcMatch, compileGrpcFilters);
-      return build(base, server, true, routes, undefined);
-    }
-    let httpRoutes: HttpRoute[] = [];
-    let limit = undefined;
-    if (k.$case === "detect") {
-      httpRoutes = k.value.httpRoutes;
-      limit = k.value.httpLocalRateLimit;
-    } else if (k.$case === "http1" || k.$case === "http2") {
-      httpRoutes = k.value.routes;
-      limit = k.value.localRateLimit;
-    }
-    const routes = compileRoutes(httpRoutes, "http", compileHttpMatch, compileHttpFilters);
-    return build(base, server, false, routes, localRateLimit(limit, clock));
-  } catch (e) {
-    if (e instanceof RouteConfigError || e instanceof RangeError) {
-      throw new PolicyError(`server ${server.name}: ${e.message}`);
-    }
-    throw e;
+  // HTTP and gRPC routes differ only in how their matches and filters compile.
+  const compileRoutes = <M, F extends { kind?: unknown }>(
+    routes: (Pick<HttpRoute, "metadata" | "hosts" | "authorizations"> & {
+      rules: { matches: M[]; filters: F[] }[];
+    })[],
+    kind: "http" | "grpc",
+    compileMatch: (m: M, what: string) => Matcher,
+    compileFilters: (f: F[], what: string) => RouteFilters,
+  ): TableRoute<InboundRoute>[] =>
+    routes.map((r, index) => {
+      const at = `server ${server.name} ${kind} route ${index}`;
+      const meta = step("metadata", () => routeMeta(r.metadata, at));
+      const what = `server ${server.name} ${kind} route ${meta.name}`;
+      const authz = routePolicy(base, authzOf(r.authorizations, what));
+      return {
+        hosts: r.hosts.map((h) => step("route_match", () => compileHostMatch(h, what))),
+        rules: r.rules.map((rule, i) => ({
+          matchers: rule.matches.map((m, j) =>
+            step("route_match", () => compileMatch(m, `${what} rule ${i} match ${j}`))
+          ),
+          policy: {
+            index,
+            ref: ref(meta),
+            meta,
+            authz,
+            filters: step("route_filter", () => {
+              checkFilterKinds(rule.filters, `${what} rule ${i}`);
+              return compileFilters(rule.filters, `${what} rule ${i}`);
+            }),
+          },
+        })),
+      };
+    });
+  if (k.$case === "grpc") {
+    const routes = compileRoutes(k.value.routes, "grpc", compileGrpcMatch, compileGrpcFilters);
+    return build(base, server, true, routes, undefined);
   }
+  let httpRoutes: HttpRoute[] = [];
+  let limit = undefined;
+  if (k.$case === "detect") {
+    httpRoutes = k.value.httpRoutes;
+    limit = k.value.httpLocalRateLimit;
+  } else if (k.$case === "http1" || k.$case === "http2") {
+    httpRoutes = k.value.routes;
+    limit = k.value.localRateLimit;
+  }
+  const routes = compileRoutes(httpRoutes, "http", compileHttpMatch, compileHttpFilters);
+  const rateLimit = step(
+    "rate_limit",
+    () => localRateLimit(limit, clock),
+    `server ${server.name} rate limit`,
+  );
+  return build(base, server, false, routes, rateLimit);
 }
 
 /** A denial or an injected/redirect response as the response to send (gRPC-shaped for gRPC calls). */
