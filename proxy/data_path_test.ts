@@ -221,7 +221,7 @@ Deno.test({
     failed =
       !(await t.step("a meshed connection crosses both proxies with the expected identities", async () => {
         const r = await app("a", "client", `${B.ip}:8080`, "hello");
-        assert.equal(r.data, "peer=127.0.0.1\nhello", JSON.stringify(r));
+        assert.equal(r.data, `peer=${B.ip}\nhello`, JSON.stringify(r));
         const ma = await metrics("a");
         assert.ok(
           metric(ma, "tcp_open_total", {
@@ -259,7 +259,7 @@ Deno.test({
       async () => {
         assert.equal((await app("a", "client", `${B.ip}:8081`, "x")).data, "");
         assert.equal((await app("a", "client", `${B.ip}:8082`, "x")).data, "");
-        assert.equal((await app("a", "client", `${B.ip}:8083`, "ok")).data, "peer=127.0.0.1\nok");
+        assert.equal((await app("a", "client", `${B.ip}:8083`, "ok")).data, `peer=${B.ip}\nok`);
         const mb = await metrics("b");
         assert.ok(
           metric(mb, "inbound_tcp_authz_deny_total", { srv_name: "deny-8081", client_id: ID("a") }) >= 1,
@@ -276,7 +276,7 @@ Deno.test({
     failed = !(await t.step(
       "audit allows an unmeshed client and counts it; plaintext to an identity port is refused",
       async () => {
-        assert.equal((await app("c", "client", `${B.ip}:8084`, "aud")).data, "peer=127.0.0.1\naud");
+        assert.equal((await app("c", "client", `${B.ip}:8084`, "aud")).data, `peer=${B.ip}\naud`);
         assert.equal((await app("c", "client", `${B.ip}:8083`, "x")).data, "");
         const mb = await metrics("b");
         assert.ok(
@@ -299,7 +299,7 @@ Deno.test({
         const attempt = (creds: string) =>
           app("c", "tls", direct, ID("b"), creds, caFile, "transport.l5d.io/v1", "8080");
         // Positive control: a valid mesh client from c gets through, so the refusals below mean something.
-        assert.equal((await attempt(credsA)).data, "peer=127.0.0.1\nattack");
+        assert.equal((await attempt(credsA)).data, `peer=${B.ip}\nattack`);
         assert.equal((await attempt(foreign)).data, "");
         assert.equal((await attempt(expired)).data, "");
         assert.equal((await attempt("none")).data, "");
@@ -320,7 +320,7 @@ Deno.test({
         cp.stop();
         const s = await streaming;
         assert.ok(s.ok, `established connection broke: ${JSON.stringify(s)}`);
-        assert.equal((await app("a", "client", `${B.ip}:8080`, "cached")).data, "peer=127.0.0.1\ncached");
+        assert.equal((await app("a", "client", `${B.ip}:8080`, "cached")).data, `peer=${B.ip}\ncached`);
         const before = cp.calls.watchPort;
         // Restart with a changed policy: only a re-synced proxy can know about it.
         cp.tables.servers.set(`${wlB}|8080`, server("deny-after-restart", []));

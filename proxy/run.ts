@@ -6,7 +6,7 @@
  */
 import { Registry } from "prom-client";
 import { Ports } from "../proto/ports.ts";
-import type { ProxyConfig } from "./config/config.ts";
+import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./identity/cert_store.ts";
 import type { IdentityStarter } from "./identity_seam.ts";
 import type { Log } from "./log.ts";
@@ -22,7 +22,7 @@ import { Outbound } from "./outbound/outbound.ts";
 import { TcpMetrics } from "./metrics/tcp_metrics.ts";
 import { ConnTracker } from "./transport/conn_tracker.ts";
 import { type Listener, listenTcp } from "./transport/listen.ts";
-import type { OrigDst } from "./transport/orig_dst.ts";
+import { normalizeIp, type OrigDst } from "./transport/orig_dst.ts";
 import { MeshTls } from "./transport/tls.ts";
 
 export interface ProxyDeps {
@@ -82,6 +82,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
         : undefined,
     onShutdown: config.shutdownEndpointEnabled ? () => void shutdown("shutdown endpoint") : undefined,
     signal: abort.signal,
+    log,
   });
 
   // Eager policy watches: the configured inbound ports and the admin port, held for the proxy's life.
@@ -128,6 +129,8 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     http: inboundHttp,
     tracker,
     log,
+    ownPorts: proxyOwnPorts(config),
+    podIps: config.inboundIps === undefined ? undefined : new Set(config.inboundIps.map(normalizeIp)),
   });
   const outbound = new Outbound({
     listenPorts: new Set([

@@ -1,8 +1,18 @@
 /**
  * The proxy's admin server (4191): `/live`, `/ready` (only once identity is certified),
  * `/metrics`, and `POST /shutdown` when LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED=true.
+ *
+ * The admin port is exempt from the inbound redirect and the injector binds it to 0.0.0.0 so
+ * the kubelet and Prometheus can reach `/live`, `/ready` and `/metrics` from outside the pod.
+ * `/shutdown` is therefore answered only for a loopback peer (a container of the same pod, as
+ * in Linkerd); any other peer gets 403, counted in `proxy_admin_shutdown_forbidden_total`.
  */
-import type { Registry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
+import { isLoopbackIp } from "../inbound/cidr.ts";
+import type { Log } from "../log.ts";
+
+/** At most one log line per this period for refused /shutdown requests (the counter has them all). */
+const REFUSAL_LOG_PERIOD_MS = 10_000;
 
 export interface ProxyAdminOptions {
   hostname: string;
@@ -13,6 +23,8 @@ export interface ProxyAdminOptions {
   /** Set when the shutdown endpoint is enabled. */
   onShutdown?: () => void;
   signal: AbortSignal;
+  log?: Log;
+  now?: () => number;
 }
 
 export interface ProxyAdmin {
@@ -21,9 +33,35 @@ export interface ProxyAdmin {
 }
 
 export function serveProxyAdmin(o: ProxyAdminOptions): ProxyAdmin {
+  const now = o.now ?? Date.now;
+  const forbidden = new Counter({
+    name: "proxy_admin_shutdown_forbidden_total",
+    help: "POST /shutdown requests refused because they did not come from inside the pod (loopback)",
+    registers: [o.registry],
+  });
+  let lastLog = -Infinity;
+  let unlogged = 0;
+  const refuse = (peer: string): Response => {
+    forbidden.inc();
+    unlogged++;
+    // Logged at a bounded rate: a flood of refused requests must not become a flood of log lines.
+    if (now() - lastLog >= REFUSAL_LOG_PERIOD_MS) {
+      o.log?.(
+        "warn",
+        `admin: refused ${unlogged} /shutdown request(s) from outside the pod (latest from ${peer})`,
+      );
+      lastLog = now();
+      unlogged = 0;
+    }
+    return new Response(
+      `forbidden: /shutdown is accepted only from inside the pod (loopback), not from ${peer}\n`,
+      { status: 403 },
+    );
+  };
+
   const server = Deno.serve(
     { hostname: o.hostname, port: o.port, signal: o.signal, onListen: () => {} },
-    async (req) => {
+    async (req, info) => {
       const path = new URL(req.url).pathname;
       switch (path) {
         case "/live":
@@ -38,11 +76,14 @@ export function serveProxyAdmin(o: ProxyAdminOptions): ProxyAdmin {
           return new Response(await o.registry.metrics(), {
             headers: { "content-type": o.registry.contentType },
           });
-        case "/shutdown":
+        case "/shutdown": {
           if (!o.onShutdown) return new Response("shutdown endpoint is disabled\n", { status: 404 });
+          const peer = (info.remoteAddr as Deno.NetAddr).hostname;
+          if (!isLoopbackIp(peer)) return refuse(peer);
           if (req.method !== "POST") return new Response("use POST\n", { status: 405 });
           queueMicrotask(o.onShutdown);
           return new Response("shutdown\n");
+        }
         default:
           return new Response("not found\n", { status: 404 });
       }

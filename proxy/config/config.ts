@@ -75,6 +75,22 @@ export interface ProxyConfig {
 
 export type Env = (name: string) => string | undefined;
 
+/**
+ * The ports the proxy itself serves (inbound, outbound, admin, and the control port it reserves),
+ * which the inbound side must never dial on a client's behalf.
+ */
+export function proxyOwnPorts(config: ProxyConfig): Set<number> {
+  return new Set([
+    config.inboundListen.port,
+    ...config.outboundListen.map((a) => a.port),
+    config.adminListen.port,
+    Ports.proxyInbound,
+    Ports.proxyOutbound,
+    Ports.proxyAdmin,
+    Ports.proxyControl,
+  ]);
+}
+
 function required(env: Env, name: string): string {
   const v = env(name);
   if (v === undefined || v === "") throw new ConfigError(name, "must be set");

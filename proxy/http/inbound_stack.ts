@@ -3,7 +3,9 @@
  * and, per request, authorizes it against its route of the port's Server policy (403 / gRPC
  * PERMISSION_DENIED, 404 for no route), replaces `l5d-client-id` with the mTLS client identity,
  * undoes the outbound proxy's HTTP/2 upgrade (`l5d-orig-proto`), and forwards to the application
- * on 127.0.0.1:<port> — one HTTP/1 pool and one HTTP/2 connection per port, shared by all clients.
+ * at the address the client dialled (the pod's own ip:port rather than 127.0.0.1, so a port the
+ * app bound to loopback only stays private) — one HTTP/1 pool and one HTTP/2 connection per
+ * ip:port, shared by all clients.
  * Every request is counted in the inbound HTTP metrics with its server, route and authorization.
  */
 import type * as net from "node:net";
@@ -34,6 +36,11 @@ import { serveHttp2 } from "./h2/server.ts";
 import { type HttpResponse, type HttpService, isGrpc } from "./message.ts";
 import { markDowngradedResponse, takeOrigProto } from "./orig_proto.ts";
 
+/** `ip:port`, with brackets around an IPv6 address. */
+function addrKey(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
 /** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
 const DRAIN_GRACE_MS = 10_000;
 
@@ -47,7 +54,9 @@ export interface InboundHttpDeps {
 }
 
 export interface InboundHttpConn {
-  /** The application port requests go to (127.0.0.1:port). */
+  /** The application address requests go to: the pod address the client dialled. */
+  ip: string;
+  /** The application port requests go to. */
   port: number;
   /** Original destination, for `target_addr`. */
   targetAddr: string;
@@ -59,34 +68,37 @@ export interface InboundHttpConn {
 
 export class InboundHttp {
   readonly #deps: InboundHttpDeps;
-  readonly #h1 = new Map<number, Http1Pool>();
-  readonly #h2 = new Map<number, Http2Connection>();
+  // Keyed by ip:port: a pod with several addresses gets one pool per address.
+  readonly #h1 = new Map<string, Http1Pool>();
+  readonly #h2 = new Map<string, Http2Connection>();
 
   constructor(deps: InboundHttpDeps) {
     this.#deps = deps;
   }
 
-  #pool(port: number): Http1Pool {
-    let p = this.#h1.get(port);
+  #pool(ip: string, port: number): Http1Pool {
+    const key = addrKey(ip, port);
+    let p = this.#h1.get(key);
     if (!p) {
       const timeout = this.#deps.connectTimeoutMs;
-      p = new Http1Pool({ connect: (): Promise<Duplex> => connectTcp("127.0.0.1", port, timeout) });
-      this.#h1.set(port, p);
+      p = new Http1Pool({ connect: (): Promise<Duplex> => connectTcp(ip, port, timeout) });
+      this.#h1.set(key, p);
     }
     return p;
   }
 
-  #conn(port: number): Http2Connection {
-    let c = this.#h2.get(port);
+  #conn(ip: string, port: number): Http2Connection {
+    const key = addrKey(ip, port);
+    let c = this.#h2.get(key);
     if (!c) {
       const timeout = this.#deps.connectTimeoutMs;
       c = new Http2Connection({
-        connect: () => connectTcp("127.0.0.1", port, timeout),
-        name: `127.0.0.1:${port}`,
+        connect: () => connectTcp(ip, port, timeout),
+        name: key,
         connectTimeoutMs: timeout,
         log: this.#deps.log,
       });
-      this.#h2.set(port, c);
+      this.#h2.set(key, c);
     }
     return c;
   }
@@ -139,12 +151,12 @@ export class InboundHttp {
       try {
         if (orig !== undefined) {
           req.version = orig;
-          res = await this.#pool(c.port).request(req, signal);
+          res = await this.#pool(c.ip, c.port).request(req, signal);
           markDowngradedResponse(res, orig);
         } else if (req.version === "HTTP/2") {
-          res = await this.#conn(c.port).request(req, signal);
+          res = await this.#conn(c.ip, c.port).request(req, signal);
         } else {
-          res = await this.#pool(c.port).request(req, signal);
+          res = await this.#pool(c.ip, c.port).request(req, signal);
         }
       } catch (e) {
         rec.fail(e);

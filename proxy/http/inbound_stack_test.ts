@@ -80,6 +80,7 @@ Deno.test("inbound http stack: authorizes per client, sets l5d-client-id, downgr
   });
   const policy = compileHttpServer(server);
   const conn = (clientId: string | undefined): InboundHttpConn => ({
+    ip: "127.0.0.1",
     port,
     targetAddr: `10.0.0.2:${port}`,
     conn: { clientIp: "10.0.0.1", tls: clientId ? { clientId } : undefined },

@@ -1,14 +1,18 @@
 /**
  * Small programs the data-path tests run inside their network namespaces:
  *
- *   echo <port>...                     server: greets with `peer=<client ip>\n`, then echoes
+ *   echo <[host:]port>...              server: greets with `peer=<client ip>\n`, then echoes
+ *                                      (host defaults to 0.0.0.0; 127.0.0.1:port is loopback-only)
+ *   http <[host:]port>...              HTTP/1 server: every request gets 200 `peer=<client ip>`
  *   client <ip:port> <text> [ms]       connects, sends text, half-closes, prints {ok, data, error}
  *   stream <ip:port> <n> <gapMs>       sends n numbered lines with a gap, expects each echoed
  *   fetch <url> [method]               prints {status, body}
- *   tls <ip:port> <sni> <creds|none> <caFile> <alpn|none> <headerPort|0>
- *                                      a hand-made mesh client (for refused-client tests)
+ *   tls <ip:port> <sni> <creds|none> <caFile> <alpn|none> <headerPort|0> [payload]
+ *                                      a hand-made mesh client (for refused-client tests);
+ *                                      sends `payload` (JSON string, default "attack") after the header
  *   relay <port=unix-path>...          forwards 127.0.0.1:port to a unix socket (control plane)
  */
+import * as http from "node:http";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { encodeTransportHeader } from "../../proto/transport_header_frame.ts";
@@ -45,12 +49,24 @@ function collect(
 const [cmd, ...args] = Deno.args;
 switch (cmd) {
   case "echo": {
-    for (const p of args) {
+    for (const a of args) {
+      const { host, port } = a.includes(":") ? hostPort(a) : { host: "0.0.0.0", port: Number(a) };
       net.createServer((s) => {
         s.on("error", () => {});
         s.write(`peer=${s.remoteAddress}\n`);
         s.pipe(s);
-      }).listen(Number(p), "0.0.0.0");
+      }).listen(port, host);
+    }
+    console.log("listening");
+    break;
+  }
+  case "http": {
+    for (const a of args) {
+      const { host, port } = a.includes(":") ? hostPort(a) : { host: "0.0.0.0", port: Number(a) };
+      http.createServer((req, res) => {
+        req.resume();
+        res.end(`peer=${req.socket.remoteAddress}`);
+      }).listen(port, host);
     }
     console.log("listening");
     break;
@@ -104,7 +120,7 @@ switch (cmd) {
     s.on("secureConnect", () => {
       const hp = Number(args[5]);
       if (hp > 0) s.write(encodeTransportHeader({ port: hp, name: "", sessionProtocol: undefined }));
-      s.end("attack");
+      s.end(args[6] === undefined ? "attack" : JSON.parse(args[6]));
     });
     print(await collect(s, 5000));
     break;
