@@ -1,0 +1,179 @@
+/**
+ * The "one client floods, everyone else certifies" scenario, shared by hostile_test.ts and the
+ * bench: a real identity gRPC server on 127.0.0.1 whose TokenReviews go through
+ * KubeTokenReviewer to an HTTP stand-in of the API server (with a latency), well-behaved proxies
+ * (each its own ServiceAccount, token, CSR and channel) certifying in turn, and optionally one
+ * flooder in a Worker. Returns what each side saw.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { Registry } from "prom-client";
+import { IdentityClient } from "../../proto/gen/identity.ts";
+import { systemClock } from "../../proto/support/clock.ts";
+import type { FloodOptions, FloodResult } from "./certify_flood.ts";
+import { serveTokenReviewApi } from "./fake_token_review_api.ts";
+import { serveIdentityGrpc } from "./grpc_server.ts";
+import { IdentityMetrics } from "./metrics.ts";
+import { CertifyService } from "./service.ts";
+import { csrFor, identityOf, makeCa } from "./test_pki.ts";
+import { serviceAccountJwt } from "./test_tokens.ts";
+import { KubeTokenReviewer } from "./token_review.ts";
+import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
+import { TokenValidator, type TokenValidatorOptions } from "./token_validator.ts";
+
+export interface ScenarioOptions {
+  /** Well-behaved proxies, each certifying `certifiesPerProxy` times one after another. */
+  proxies: number;
+  certifiesPerProxy: number;
+  /** Concurrent calls of the flooder; 0 runs without a flood. */
+  floodConcurrency: number;
+  /** Connections the flooder spreads them over. */
+  floodConnections: number;
+  /** Upper bound on the flooder's calls. */
+  floodMaxCalls: number;
+  /** How long the flood runs before the proxies start. */
+  floodLeadMs: number;
+  reviewLatencyMs: number;
+  validator: Omit<TokenValidatorOptions, "audiences">;
+}
+
+export interface ScenarioResult {
+  /** Certify latencies of the well-behaved proxies, sorted, ms. */
+  goodLatenciesMs: number[];
+  /** Refusals the well-behaved proxies got (should be none). */
+  goodErrors: string[];
+  flood?: FloodResult;
+  /** From the flooder's first calls to its stop. */
+  floodSeconds: number;
+  /** Reviews the API stand-in answered, and the most at once. */
+  apiReviews: number;
+  apiMaxInFlight: number;
+  metrics: string;
+}
+
+const AUDIENCE = "identity.l5d.io";
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export async function runCertifyScenario(opts: ScenarioOptions): Promise<ScenarioResult> {
+  const ca = await makeCa();
+  const proxies = await Promise.all(Array.from({ length: opts.proxies }, async (_, i) => {
+    const sa = `good-${i}`;
+    const identity = identityOf(sa, "good");
+    return { sa, identity, token: serviceAccountJwt("good", sa), csr: (await csrFor(identity)).der };
+  }));
+  const known = new Map(proxies.map((p) => [p.token, p.sa]));
+  const api = serveTokenReviewApi({
+    latencyMs: opts.reviewLatencyMs,
+    answer: (token, audiences) => {
+      const sa = known.get(token);
+      if (!sa || !audiences.includes(AUDIENCE)) {
+        return {
+          authenticated: false,
+          error: "[invalid bearer token, square/go-jose: error in cryptographic primitive]",
+        };
+      }
+      return {
+        authenticated: true,
+        user: { username: `system:serviceaccount:good:${sa}` },
+        audiences: [AUDIENCE],
+      };
+    },
+  });
+  const registry = new Registry();
+  const metrics = new IdentityMetrics(registry);
+  const validator = new TokenValidator(
+    new KubeTokenReviewer(api.kc),
+    { audiences: [AUDIENCE], ...opts.validator },
+    systemClock,
+    metrics,
+  );
+  const service = new CertifyService({
+    config: {
+      controlPlaneNamespace: "linkerd",
+      trustDomain: "cluster.local",
+      lifetimeMs: 86_400_000,
+      clockSkewMs: 20_000,
+    },
+    issuer: () => ca.issuer,
+    screenToken: tokenScreen({ audiences: [AUDIENCE], skewMs: 20_000, maxBytes: DEFAULT_TOKEN_MAX_BYTES }),
+    validateToken: (t, client) => validator.validate(t, client),
+    clock: systemClock,
+    metrics,
+  });
+  const server = await serveIdentityGrpc({ service, registry, address: "127.0.0.1:0" });
+
+  let worker: Worker | undefined;
+  let floodDone: Promise<FloodResult> | undefined;
+  let floodBegin = performance.now();
+  const goodLatenciesMs: number[] = [];
+  const goodErrors: string[] = [];
+  try {
+    if (opts.floodConcurrency > 0) {
+      worker = new Worker(new URL("./certify_flood_worker.ts", import.meta.url), { type: "module" });
+      const w = worker;
+      let started!: () => void;
+      const floodStarted = new Promise<void>((r) => started = r);
+      floodDone = new Promise<FloodResult>((resolve, reject) => {
+        w.onmessage = (e: MessageEvent<FloodResult | "started">) =>
+          e.data === "started" ? started() : resolve(e.data);
+        w.onerror = (e) => {
+          e.preventDefault();
+          reject(new Error(`flood worker: ${e.message}`));
+        };
+      });
+      const start: FloodOptions = {
+        port: server.port,
+        concurrency: opts.floodConcurrency,
+        connections: opts.floodConnections,
+        maxCalls: opts.floodMaxCalls,
+      };
+      w.postMessage(start);
+      await Promise.race([floodStarted, floodDone]);
+      floodBegin = performance.now();
+      await new Promise((r) => setTimeout(r, opts.floodLeadMs));
+    }
+    await Promise.all(proxies.map(async (p) => {
+      const client = new IdentityClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), {
+        "grpc.use_local_subchannel_pool": 1, // its own connection, as each proxy has
+      });
+      const token = new TextEncoder().encode(p.token);
+      try {
+        for (let i = 0; i < opts.certifiesPerProxy; i++) {
+          const begin = performance.now();
+          const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+            client.certify(
+              { identity: p.identity, token, certificateSigningRequest: p.csr },
+              new grpc.Metadata(),
+              { deadline: Date.now() + 30_000 },
+              (e) => resolve(e),
+            )
+          );
+          goodLatenciesMs.push(performance.now() - begin);
+          if (err) goodErrors.push(`${p.sa}: ${grpc.status[err.code]} ${err.details}`);
+        }
+      } finally {
+        client.close();
+      }
+    }));
+    worker?.postMessage("stop");
+    const floodSeconds = (performance.now() - floodBegin) / 1000;
+    const flood = await floodDone;
+    goodLatenciesMs.sort((a, b) => a - b);
+    return {
+      goodLatenciesMs,
+      goodErrors,
+      flood,
+      floodSeconds,
+      apiReviews: api.reviews,
+      apiMaxInFlight: api.maxInFlight,
+      metrics: await registry.metrics(),
+    };
+  } finally {
+    worker?.terminate();
+    await server.close(1000);
+    validator.close();
+    await api.close();
+  }
+}
