@@ -63,6 +63,8 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     inboundIdleMs: config.inboundDiscoveryIdleTimeoutMs,
     outboundIdleMs: config.outboundDiscoveryIdleTimeoutMs,
     onEvent: (ev, key, detail) => log("debug", `discovery ${ev} ${key}${detail ? `: ${detail}` : ""}`),
+    registry,
+    log,
   });
 
   let stopping: Promise<void> | undefined;

@@ -3,15 +3,13 @@
  * for our own name is terminated, anything else passes as it is) and authorized under that port's
  * policy; connections addressed to 4143 itself are the "direct" mesh path, which requires mTLS
  * with a client identity and a transport header naming the real port. Allowed connections are
- * forwarded to the pod address the client dialled (the original destination; on the direct path
- * its IP with the header's port), never to 127.0.0.1: an app port bound to loopback only stays
- * private. Targets that are the proxy's own ports, or not an address of this pod, are refused
- * before authorization (`inbound_tcp_errors_total{error="forbidden_port"|"forbidden_ip"}`).
+ * forwarded to 127.0.0.1:<port>.
  *
  * HTTP: unless the port is opaque (or `tls`), the first bytes are detected (a transport header's
- * session protocol, or an http2/grpc port, says it without detection); HTTP connections go to the
- * HTTP stack, which authorizes per request and route. Everything else is authorized per
- * connection and forwarded as TCP.
+ * session protocol, or an http2/grpc port, says it without detection; an http1 port is HTTP/1
+ * whatever detection finds, unless it finds HTTP/2); HTTP connections go to the HTTP stack, which
+ * authorizes per request and route. Everything else is authorized per connection and forwarded
+ * as TCP.
  */
 import type * as net from "node:net";
 import { parseTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
@@ -19,7 +17,7 @@ import type { Header } from "../../proto/gen/transport_header.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import type { Cidr } from "../config/parse.ts";
 import type { Discovery, InboundPortPolicy } from "../discovery/clients.ts";
-import { DetectError, detectProtocol } from "../http/detect.ts";
+import { DetectError, type Detection, detectProtocol } from "../http/detect.ts";
 import type { InboundHttp } from "../http/inbound_stack.ts";
 import type { Log } from "../log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
@@ -30,7 +28,7 @@ import { forward } from "../transport/forward.ts";
 import { normalizeIp, type OrigDst } from "../transport/orig_dst.ts";
 import { peek } from "../transport/peek.ts";
 import { type MeshTls, MeshTlsError } from "../transport/tls.ts";
-import { authorize, defaultPolicy } from "./authorize.ts";
+import { authorize, defaultPolicy, type PortProtocol } from "./authorize.ts";
 import { httpServerFromPort } from "./http_authorize.ts";
 
 export interface InboundOptions {
@@ -50,10 +48,6 @@ export interface InboundOptions {
   http: InboundHttp;
   tracker: ConnTracker;
   log: Log;
-  /** The proxy's own ports (inbound, outbound, admin, control): never a forwarding target. */
-  ownPorts: ReadonlySet<number>;
-  /** The pod's addresses (LINKERD2_PROXY_INBOUND_IPS), when known; normalized. */
-  podIps?: ReadonlySet<string>;
 }
 
 /** Reads and consumes the transport header from the start of a (TLS) socket. */
@@ -119,22 +113,39 @@ export class Inbound {
   }
 
   /**
-   * Why the proxy must not dial `ip:port` for this client, or undefined when it may. The proxy's
-   * own ports would let a remote peer reach the admin or outbound listener as a local client;
-   * an address that is not the pod's own would make the proxy (whose UID the outbound redirect
-   * exempts) a relay to anywhere for a peer that routes packets for other addresses to this pod.
+   * How a connection is served: "http1"/"http2", undefined for opaque TCP (authorized per
+   * connection), null when the client closed before sending anything (the socket is destroyed).
+   * A port whose policy declares HTTP is always served as HTTP, so route authorization, 404s,
+   * rate limits and `l5d-client-id` cannot be skipped: `http2`/`grpc` without detection; `http1`
+   * detects only to find a proxy's HTTP/2 upgrade, and a timeout or bytes that are not HTTP go to
+   * the HTTP/1 server (which answers 400), as Linkerd serves a timed-out `http1` port. A `detect`
+   * port detects; a client silent through the timeout is opaque, as in Linkerd. On the direct
+   * path a transport header without a session protocol keeps a `detect` port opaque.
    */
-  #forbidden(sock: net.Socket, ip: string, port: number): { error: string; message: string } | undefined {
-    if (this.#o.ownPorts.has(port)) {
-      return { error: "forbidden_port", message: `port ${port} is one of the proxy's own ports` };
+  async #httpVersion(
+    sock: net.Socket,
+    protocol: PortProtocol,
+    direct: boolean,
+    silent: boolean,
+    target: string,
+  ): Promise<"http1" | "http2" | undefined | null> {
+    if (protocol === "http2" || protocol === "grpc") return "http2";
+    if (protocol === "opaque" || protocol === "tls" || (direct && protocol === "detect")) return undefined;
+    let d: Detection | undefined;
+    if (!silent) {
+      try {
+        d = await detectProtocol(sock, this.#o.detectTimeoutMs);
+      } catch (e) {
+        if (!(e instanceof DetectError)) throw e;
+        sock.destroy();
+        return null;
+      }
     }
-    // A redirect delivers to the receiving interface's address, which is the pod's; a client that
-    // dialled an address of this pod gets exactly that address as its original destination.
-    const local = normalizeIp(sock.localAddress ?? "");
-    if (ip !== local && !this.#o.podIps?.has(ip)) {
-      return { error: "forbidden_ip", message: `${ip} is not an address of this pod` };
+    if (d === undefined || d.timedOut) {
+      this.#o.metrics.inboundErrors.inc({ error: "detect_timeout", target_addr: target });
     }
-    return undefined;
+    if (protocol === "http1") return d?.protocol === "http2" ? "http2" : "http1";
+    return d === undefined || d.protocol === "opaque" ? undefined : d.protocol;
   }
 
   #fail(sock: net.Socket, error: string, target: string, message: string): void {
@@ -213,13 +224,9 @@ export class Inbound {
       clientTls = { clientId: accepted.clientId };
     }
 
-    const forbidden = this.#forbidden(sock, dst.ip, port);
-    if (forbidden) {
-      this.#fail(downstream, forbidden.error, target, forbidden.message);
-      return;
-    }
-
     const policy = await this.#policy(port);
+    // The client sent nothing while the TLS check waited the detect timeout.
+    let silent = false;
     if (dst.port !== o.inboundPort && policy.protocol !== "opaque") {
       const p = await peek(
         sock,
@@ -228,6 +235,7 @@ export class Inbound {
         o.detectTimeoutMs,
       );
       const hello = parseClientHello(p.bytes);
+      silent = p.timedOut && p.bytes.length === 0;
       const own = o.tls.localName();
       if (hello.kind === "tls" && own !== undefined && hello.sni === own) {
         try {
@@ -242,20 +250,17 @@ export class Inbound {
           return;
         }
       }
-      if (policy.protocol === "http2" || policy.protocol === "grpc") httpVersion = "http2";
-      else if (policy.protocol !== "tls") {
-        try {
-          const d = await detectProtocol(downstream, o.detectTimeoutMs);
-          if (d.timedOut) o.metrics.inboundErrors.inc({ error: "detect_timeout", target_addr: target });
-          if (d.protocol !== "opaque") httpVersion = d.protocol;
-        } catch (e) {
-          if (e instanceof DetectError) {
-            downstream.destroy();
-            return;
-          }
-          throw e;
-        }
-      }
+    }
+    if (httpVersion === undefined) {
+      const v = await this.#httpVersion(
+        downstream,
+        policy.protocol,
+        dst.port === o.inboundPort,
+        silent,
+        target,
+      );
+      if (v === null) return;
+      httpVersion = v;
     }
 
     const tlsLabels: Record<string, string> = clientTls?.clientId !== undefined
@@ -278,7 +283,6 @@ export class Inbound {
       });
       try {
         await o.http.serve(downstream, httpVersion, {
-          ip: dst.ip,
           port,
           targetAddr: target,
           conn: { clientIp, tls: clientTls },
@@ -319,7 +323,7 @@ export class Inbound {
     }
     let upstream: net.Socket;
     try {
-      upstream = await connectTcp(dst.ip, port, o.connectTimeoutMs);
+      upstream = await connectTcp("127.0.0.1", port, o.connectTimeoutMs);
     } catch (e) {
       this.#fail(downstream, "connect", target, (e as Error).message);
       return;
