@@ -92,6 +92,7 @@ Deno.test({
         const h: FetchResult = await w.fetch(from, `http://${A}:7090/`);
         assert.notEqual(h.status, 200, `HTTP from ${from}: ${JSON.stringify(h)}`);
         assert.doesNotMatch(h.body, /peer=/);
+        console.log(`HTTP from ${from} to the loopback-only app: ${h.status} ${h.body.trim()}`);
       }
       const d = await direct(7000);
       assert.doesNotMatch(d.data, /peer=/, `direct path: ${JSON.stringify(d)}`);
