@@ -3,7 +3,10 @@
  * for our own name is terminated, anything else passes as it is) and authorized under that port's
  * policy; connections addressed to 4143 itself are the "direct" mesh path, which requires mTLS
  * with a client identity and a transport header naming the real port. Allowed connections are
- * forwarded to 127.0.0.1:<port>.
+ * forwarded to the pod address the client dialled (the original destination; on the direct path
+ * its IP with the header's port), never to 127.0.0.1: an app port bound to loopback only stays
+ * private. Targets that are the proxy's own ports, or not an address of this pod, are refused
+ * before authorization (`inbound_tcp_errors_total{error="forbidden_port"|"forbidden_ip"}`).
  *
  * HTTP: unless the port is opaque (or `tls`), the first bytes are detected (a transport header's
  * session protocol, or an http2/grpc port, says it without detection; an http1 port is HTTP/1
@@ -48,6 +51,10 @@ export interface InboundOptions {
   http: InboundHttp;
   tracker: ConnTracker;
   log: Log;
+  /** The proxy's own ports (inbound, outbound, admin, control): never a forwarding target. */
+  ownPorts: ReadonlySet<number>;
+  /** The pod's addresses (LINKERD2_PROXY_INBOUND_IPS), when known; normalized. */
+  podIps?: ReadonlySet<string>;
 }
 
 /** Reads and consumes the transport header from the start of a (TLS) socket. */
@@ -110,6 +117,25 @@ export class Inbound {
     } finally {
       h.release();
     }
+  }
+
+  /**
+   * Why the proxy must not dial `ip:port` for this client, or undefined when it may. The proxy's
+   * own ports would let a remote peer reach the admin or outbound listener as a local client;
+   * an address that is not the pod's own would make the proxy (whose UID the outbound redirect
+   * exempts) a relay to anywhere for a peer that routes packets for other addresses to this pod.
+   */
+  #forbidden(sock: net.Socket, ip: string, port: number): { error: string; message: string } | undefined {
+    if (this.#o.ownPorts.has(port)) {
+      return { error: "forbidden_port", message: `port ${port} is one of the proxy's own ports` };
+    }
+    // A redirect delivers to the receiving interface's address, which is the pod's; a client that
+    // dialled an address of this pod gets exactly that address as its original destination.
+    const local = normalizeIp(sock.localAddress ?? "");
+    if (ip !== local && !this.#o.podIps?.has(ip)) {
+      return { error: "forbidden_ip", message: `${ip} is not an address of this pod` };
+    }
+    return undefined;
   }
 
   /**
@@ -224,6 +250,12 @@ export class Inbound {
       clientTls = { clientId: accepted.clientId };
     }
 
+    const forbidden = this.#forbidden(sock, dst.ip, port);
+    if (forbidden) {
+      this.#fail(downstream, forbidden.error, target, forbidden.message);
+      return;
+    }
+
     const policy = await this.#policy(port);
     // The client sent nothing while the TLS check waited the detect timeout.
     let silent = false;
@@ -283,6 +315,7 @@ export class Inbound {
       });
       try {
         await o.http.serve(downstream, httpVersion, {
+          ip: dst.ip,
           port,
           targetAddr: target,
           conn: { clientIp, tls: clientTls },
@@ -323,7 +356,7 @@ export class Inbound {
     }
     let upstream: net.Socket;
     try {
-      upstream = await connectTcp("127.0.0.1", port, o.connectTimeoutMs);
+      upstream = await connectTcp(dst.ip, port, o.connectTimeoutMs);
     } catch (e) {
       this.#fail(downstream, "connect", target, (e as Error).message);
       return;
