@@ -52,9 +52,10 @@ export interface SessionOptions {
   /** Bytes queued on the socket above which DATA waits for 'drain' and reading pauses. */
   writeHighWater?: number;
   /**
-   * Count a write as done only once the peer acknowledged a PING sent after it. Default: on for
-   * TLS sockets, whose `writableLength` in Deno 2.9.6 stays near 0 while the peer reads nothing
-   * (node:tls buffers without bound below it); off for plain TCP, whose `writableLength` is honest.
+   * Also count a write as pending until the peer acknowledged a PING sent after it. Default: on
+   * for TLS sockets: a node:tls socket straight on its TCP handle reports `writableLength` near 0
+   * in Deno 2.9.6 while the peer reads nothing (the wrapper buffers without bound below it); off
+   * for plain TCP, whose `writableLength` is honest.
    */
   confirmWrites?: boolean;
   /** Unacknowledged bytes above which a confirmed-writes session counts as backed up. Default 4 MiB. */
@@ -605,8 +606,8 @@ export class H2Session {
 
   /** The write side holds more than we allow: the socket's own queue, or bytes the peer has not confirmed. */
   #backedUpNow(): boolean {
-    if (this.#confirm) return this.#written - this.#confirmedAt > this.#confirmWindow;
-    return ((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater;
+    if (((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater) return true;
+    return this.#confirm && this.#written - this.#confirmedAt > this.#confirmWindow;
   }
 
   /**
