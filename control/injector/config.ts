@@ -35,6 +35,12 @@ export interface InjectorConfig {
   proxyUid: number;
   defaultInboundPolicy: DefaultInboundPolicy;
   clusterNetworks: string[];
+  /**
+   * Whether meshed pods' IPv6 traffic goes through the proxy: init's `--ipv6` and the proxy's listen
+   * addresses both follow it (proto/ip_families.ts). `--disable-ipv6` turns it off, as Linkerd's
+   * `disableIPv6`.
+   */
+  ipv6: boolean;
   opaquePorts: number[];
   /** Inbound ports never redirected, besides the proxy's own admin and control ports. */
   ignoreInboundPorts: number[];
@@ -81,6 +87,7 @@ export function defaultInjectorConfig(trustAnchorsPem: string): InjectorConfig {
     proxyUid: DEFAULT_PROXY_UID,
     defaultInboundPolicy: "all-unauthenticated",
     clusterNetworks: [...DEFAULT_CLUSTER_NETWORKS],
+    ipv6: true,
     opaquePorts: [...DEFAULT_OPAQUE_PORTS],
     ignoreInboundPorts: [],
     ignoreOutboundPorts: [],

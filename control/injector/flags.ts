@@ -51,6 +51,7 @@ const PROXY_FLAGS_USAGE =
   --await-command="weft-await --timeout=120s --port=4191" --sleep-command="weft-await sleep"
                                         (words split on spaces, or a JSON array of strings)
   --default-inbound-policy=all-unauthenticated --cluster-networks=10.0.0.0/8,...
+  --disable-ipv6=false                  true: neither redirect nor proxy pods' IPv6 traffic
   --default-opaque-ports=25,587,3306,... --ignore-inbound-ports= --ignore-outbound-ports=
   --proxy-log-level=warn,linkerd=info,weft=info --proxy-log-format=plain|json
   --proxy-cpu-request=20m --proxy-cpu-limit= --proxy-memory-request=32Mi --proxy-memory-limit=256Mi
@@ -86,6 +87,7 @@ const PROXY_FLAGS = [
   "native-sidecar",
   "default-inbound-policy",
   "cluster-networks",
+  "disable-ipv6",
   "default-opaque-ports",
   "ignore-inbound-ports",
   "ignore-outbound-ports",
@@ -203,6 +205,10 @@ function parseProxyFlags(
       throw new FlagError(`--cluster-networks: ${e instanceof IpParseError ? e.message : String(e)}`);
     }
   }
+  const disableIpv6 = get("disable-ipv6") ?? String(!d.ipv6);
+  if (disableIpv6 !== "true" && disableIpv6 !== "false") {
+    throw new FlagError(`--disable-ipv6: "${disableIpv6}" is not true or false`);
+  }
   const logFormat = get("proxy-log-format") ?? d.logFormat;
   if (logFormat !== "plain" && logFormat !== "json") {
     throw new FlagError(`--proxy-log-format: "${logFormat}" is not plain or json`);
@@ -248,6 +254,7 @@ function parseProxyFlags(
     proxyUid: uid !== undefined ? Number(viaAnnotation(uid, "proxy-uid", Annotations.proxyUid)) : d.proxyUid,
     defaultInboundPolicy: policy as DefaultInboundPolicy,
     clusterNetworks: networks,
+    ipv6: disableIpv6 === "false",
     opaquePorts: get("default-opaque-ports") !== undefined
       ? ports(get("default-opaque-ports")!, "default-opaque-ports")
       : d.opaquePorts,

@@ -93,3 +93,14 @@ Deno.test("the CLI needs trust anchors, takes one input and refuses server flags
     /not true or false/,
   );
 });
+
+Deno.test("--disable-ipv6 turns the pods' IPv6 proxying off (default on); anything but true/false is refused by name", () => {
+  assert.equal(parseInjectorArgs([], {}).base.ipv6, true);
+  assert.equal(parseInjectorArgs(["--disable-ipv6=true"], {}).base.ipv6, false);
+  assert.equal(parseInjectorArgs(["--disable-ipv6=false"], {}).base.ipv6, true);
+  assert.throws(() => parseInjectorArgs(["--disable-ipv6=yes"], {}), (e: Error) => {
+    assert.ok(e instanceof FlagError);
+    assert.match(e.message, /--disable-ipv6: "yes" is not true or false/);
+    return true;
+  });
+});

@@ -16,6 +16,7 @@ import {
   portInRanges,
   type PortRange,
 } from "./overrides.ts";
+import { initIpv6Args, proxyListenAddrs } from "../../proto/ip_families.ts";
 
 export type JsonPatchOp = { op: "add" | "replace"; path: string; value: unknown };
 
@@ -123,6 +124,7 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
   const { cfg, ov } = e;
   const names = controlPlaneNames(cfg);
   const ports = inboundPorts(pod);
+  const listen = proxyListenAddrs(cfg.ipv6);
   const env: V1EnvVar[] = [
     fieldEnv("_pod_name", "metadata.name"),
     fieldEnv("_pod_ns", "metadata.namespace"),
@@ -148,10 +150,11 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.inboundPorts, value: ports.join(",") },
     { name: ProxyEnv.inboundPortsDisableProtocolDetection, value: formatPortRanges(e.opaque) },
     fieldEnv(ProxyEnv.inboundIps, "status.podIPs"),
-    { name: ProxyEnv.inboundListenAddr, value: `0.0.0.0:${Ports.proxyInbound}` },
-    { name: ProxyEnv.outboundListenAddrs, value: `127.0.0.1:${Ports.proxyOutbound}` },
-    { name: ProxyEnv.adminListenAddr, value: `0.0.0.0:${Ports.proxyAdmin}` },
-    { name: ProxyEnv.controlListenAddr, value: `0.0.0.0:${Ports.proxyControl}` },
+    // The same choice as init's --ipv6 below: listeners for exactly the families init redirects.
+    { name: ProxyEnv.inboundListenAddr, value: listen.inbound },
+    { name: ProxyEnv.outboundListenAddrs, value: listen.outbound },
+    { name: ProxyEnv.adminListenAddr, value: listen.admin },
+    { name: ProxyEnv.controlListenAddr, value: listen.control },
     { name: ProxyEnv.inboundAcceptKeepalive, value: "10000ms" },
     { name: ProxyEnv.outboundConnectKeepalive, value: "10000ms" },
     ...(ov.inboundConnectTimeout
@@ -239,6 +242,7 @@ function initContainer(e: Effective): V1Container {
     }, ...e.skipInbound]),
     ...(e.skipOutbound.length ? ["--outbound-ports-to-ignore", formatPortRanges(e.skipOutbound)] : []),
     ...(ov.skipSubnets ? ["--subnets-to-ignore", ov.skipSubnets.join(",")] : []),
+    ...initIpv6Args(cfg.ipv6),
   ];
   return {
     name: INIT_CONTAINER,

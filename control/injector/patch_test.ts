@@ -184,3 +184,16 @@ Deno.test("inbound ports ignore UDP and resolve named probe ports", () => {
   };
   assert.deepEqual(inboundPorts(pod), [80, 9000]);
 });
+
+Deno.test("IPv6 off: init is told not to redirect IPv6 and the proxy listens on IPv4 only (the same choice)", async () => {
+  const pod = await readPod("web");
+  const res = await buildPatch(pod, ns("shop"), { ...cfg, ipv6: false });
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  const out = applyPatch(pod, res.patch);
+  const [init, proxy] = out.spec!.initContainers!;
+  assert.deepEqual(init.args!.slice(-2), ["--ipv6", "false"]);
+  assert.equal(env(proxy, "LINKERD2_PROXY_INBOUND_LISTEN_ADDR"), "0.0.0.0:4143");
+  assert.equal(env(proxy, "LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS"), "127.0.0.1:4140");
+  assert.equal(env(proxy, "LINKERD2_PROXY_ADMIN_LISTEN_ADDR"), "0.0.0.0:4191");
+});
