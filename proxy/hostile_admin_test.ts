@@ -23,8 +23,13 @@ Deno.test({
   let failed = true;
   const w = await HostileWorld.start({
     meshed: [
-      { name: "a", apps: [["echo", "8080"]], env: { [ProxyEnv.shutdownEndpointEnabled]: "true" } },
-      { name: "b", apps: [["echo", "8080"]] },
+      {
+        name: "a",
+        apps: [["echo", "8080"]],
+        opaquePorts: [8080],
+        env: { [ProxyEnv.shutdownEndpointEnabled]: "true" },
+      },
+      { name: "b", apps: [["echo", "8080"]], opaquePorts: [8080] },
     ],
     unmeshed: [{ name: "c", apps: [] }],
     tables: (cp, w) => {

@@ -31,6 +31,7 @@ Deno.test({
       {
         name: "a",
         apps: [["echo", "8080", "127.0.0.1:7000"], ["http", "8090", "127.0.0.1:7090"]],
+        opaquePorts: [8080, 7000],
         env: { [ProxyEnv.shutdownEndpointEnabled]: "true" },
       },
       { name: "b", apps: [] },
@@ -112,7 +113,8 @@ Deno.test({
       }
       // Redirected path: 4140 is redirected like any app port (4190 and 4191 are not redirected).
       for (const from of ["c", "b"]) {
-        const r = await tcp(from, `${A}:${Ports.proxyOutbound}`, "x");
+        // `{` cannot start an HTTP request, so b's outbound proxy forwards these bytes as TCP.
+        const r = await tcp(from, `${A}:${Ports.proxyOutbound}`, "{x}");
         assert.equal(r.data, "", `redirected ${from} → a:${Ports.proxyOutbound}: ${JSON.stringify(r)}`);
       }
       const m = await w.metrics("a");

@@ -6,6 +6,7 @@
  * test CA; `close()` removes everything and prints the processes' logs when the test failed.
  */
 import { ProxyEnv } from "../../proto/env.ts";
+import type { DestinationProfile } from "../../proto/gen/destination.ts";
 import { DEFAULT_PROXY_UID, Ports } from "../../proto/ports.ts";
 import { createTestCa } from "./certs.ts";
 import { TestControlPlane } from "./control_plane.ts";
@@ -19,6 +20,11 @@ export interface MeshedPodSpec {
   apps: string[][];
   /** Extra proxy environment (e.g. the shutdown endpoint). */
   env?: Record<string, string>;
+  /**
+   * Server-speaks-first ports (the echo app greets first): opaque for the pod's own proxy and, through
+   * the profile's `opaque_protocol`, for clients' proxies, as Linkerd's opaque-ports annotation does.
+   */
+  opaquePorts?: number[];
 }
 
 export interface WorldSpec {
@@ -30,6 +36,19 @@ export interface WorldSpec {
 
 export type ClientResult = { ok: boolean; data: string; error?: string };
 export type FetchResult = { status: number; body: string };
+
+function opaqueProfile(): DestinationProfile {
+  return {
+    routes: [],
+    retryBudget: undefined,
+    dstOverrides: [],
+    opaqueProtocol: true,
+    fullyQualifiedName: "",
+    endpoint: undefined,
+    parentRef: undefined,
+    profileRef: undefined,
+  };
+}
 
 export const identityOf = (pod: string) => `${pod}.default.serviceaccount.identity.linkerd.cluster.local`;
 
@@ -72,6 +91,11 @@ export class HostileWorld {
     }
     this.#net = await PodNetwork.create(names);
     this.#uidDeno = await denoForUid(DEFAULT_PROXY_UID);
+    for (const p of spec.meshed) {
+      for (const port of p.opaquePorts ?? []) {
+        this.#cp.tables.profiles.set(`${this.ip(p.name)}:${port}`, opaqueProfile());
+      }
+    }
     spec.tables?.(this.#cp, this);
     await this.#cp.start();
     const net = this.#net;
@@ -106,6 +130,9 @@ export class HostileWorld {
             // As the injector sets it: probes and Prometheus reach the admin port from outside.
             [ProxyEnv.adminListenAddr]: `0.0.0.0:${Ports.proxyAdmin}`,
             [ProxyEnv.inboundIps]: this.ip(p.name),
+            ...(p.opaquePorts
+              ? { [ProxyEnv.inboundPortsDisableProtocolDetection]: p.opaquePorts.join(",") }
+              : {}),
             ...p.env,
           },
           logFile: `${this.work}/proxy-${p.name}.log`,
