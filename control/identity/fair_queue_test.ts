@@ -8,7 +8,7 @@ const settle = () => new Promise((r) => setTimeout(r, 0));
 function setup(maxPerKey: number, maxTotal: number, rate = { ratePerSecond: 1, burst: 1 }) {
   const clock = new FakeClock();
   const limiter = new RateLimiter({ ...rate, maxQueued: 1 }, clock);
-  const queue = new FairQueue({ maxPerKey, maxTotal }, limiter);
+  const queue = new FairQueue({ maxPerKey, maxTotal }, limiter, clock);
   const order: string[] = [];
   const enqueue = (key: string, label = key, signal?: AbortSignal) => {
     const p = queue.acquire(key, signal).then(() => {
@@ -69,8 +69,10 @@ Deno.test("a key past its bound is refused at once, and other keys still queue",
       e.message === "3 requests from flood already waiting (limit 3 per client)",
   );
   const good = enqueue("good");
-  clock.advance(2000);
-  await settle();
+  for (let i = 0; i < 2; i++) {
+    clock.advance(1000);
+    await settle();
+  }
   await good;
   assert.deepEqual(order, ["f0", "f1", "good"]);
   for (let i = 0; i < 2; i++) {
@@ -119,5 +121,47 @@ Deno.test("close refuses every waiter", async () => {
   queue.close();
   for (const p of waiting) await assert.rejects(p, RateLimitedError);
   await assert.rejects(queue.acquire("c"), RateLimitedError);
+  assert.equal(queue.queued, 0);
+});
+
+Deno.test("low-priority keys go after every other key and leave the reserve of the burst alone", async () => {
+  const clock = new FakeClock();
+  const limiter = new RateLimiter({ ratePerSecond: 1, burst: 4, maxQueued: 1 }, clock);
+  const queue = new FairQueue({ maxPerKey: 10, maxTotal: 100, lowPriorityReserve: 2 }, limiter, clock);
+  const order: string[] = [];
+  const enqueue = (key: string, label: string, low = false) => {
+    const p = queue.acquire(key, undefined, low).then(() => {
+      order.push(label);
+    });
+    p.catch(() => {});
+    return p;
+  };
+  // A suspect key may spend the burst only down to the reserve: 2 of 4 slots.
+  for (let i = 0; i < 4; i++) enqueue("suspect", `s${i}`, true);
+  await settle();
+  assert.deepEqual(order, ["s0", "s1"]);
+  // The reserve is there for a normal key at once, even with the suspect's backlog queued.
+  await enqueue("good", "g0");
+  await enqueue("other", "o0");
+  assert.deepEqual(order, ["s0", "s1", "g0", "o0"]);
+  // With the bucket empty, normal keys are served first as slots come...
+  enqueue("good", "g1");
+  enqueue("good", "g2");
+  for (let i = 0; i < 2; i++) {
+    clock.advance(1000);
+    await settle();
+  }
+  assert.deepEqual(order.slice(4), ["g1", "g2"]);
+  // ...and the suspect only once nobody else waits and the reserve has refilled.
+  for (let i = 0; i < 3; i++) {
+    clock.advance(1000);
+    await settle();
+  }
+  assert.deepEqual(order.slice(6), ["s2"]);
+  for (let i = 0; i < 1; i++) {
+    clock.advance(1000);
+    await settle();
+  }
+  assert.deepEqual(order.slice(6), ["s2", "s3"]);
   assert.equal(queue.queued, 0);
 });

@@ -59,6 +59,13 @@ export class RateLimiter {
     return true;
   }
 
+  /** Milliseconds until `n` slots are free (0 when they are now), for callers that schedule themselves. */
+  msUntil(n: number): number {
+    this.#refill();
+    if (this.#tokens >= n) return 0;
+    return Math.max(1, Math.ceil(((n - this.#tokens) * 1000) / this.opts.ratePerSecond));
+  }
+
   /** Gives back a slot taken but not used (its caller went away meanwhile). */
   refund(): void {
     this.#tokens = Math.min(this.opts.burst, this.#tokens + 1);

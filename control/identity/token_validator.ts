@@ -3,7 +3,9 @@
  * requests with the same token share one review, and reviews are rate-limited behind a fair
  * queue (round-robin per client key, each key's queue bounded, and a bound on all of them), so a
  * mass pod start or a retry storm cannot flood the API server, and one client sending many
- * tokens cannot keep everyone else's reviews waiting behind its own.
+ * tokens cannot keep everyone else's reviews waiting behind its own. A client whose tokens the
+ * API server refused in the last minute is served after the others, and not from the last half of
+ * the burst, until one of its tokens passes.
  */
 import { parseServiceAccountUsername } from "../../proto/identity_name.ts";
 import type { Clock } from "../../proto/support/clock.ts";
@@ -63,10 +65,17 @@ export interface TokenValidatorOptions {
  */
 export const DEFAULT_MAX_QUEUED_PER_CLIENT = 200;
 
+/** How long a refused review keeps its client in the low-priority class. */
+export const SUSPECT_FOR_MS = 60_000;
+/** Clients remembered as suspect at most (oldest forgotten first), bounding the memory a flood can take. */
+const MAX_SUSPECTS = 10_000;
+
 export class TokenValidator {
   readonly #inflight = new Map<string, Promise<ServiceAccountRef>>();
   readonly #limiter: RateLimiter;
   readonly #queue: FairQueue;
+  /** Client key → until when its reviews go in the low-priority class. */
+  readonly #suspects = new Map<string, number>();
 
   constructor(
     private readonly reviewer: TokenReviewer,
@@ -75,10 +84,15 @@ export class TokenValidator {
     private readonly metrics?: IdentityMetrics,
   ) {
     this.#limiter = new RateLimiter(opts.rateLimit, clock);
-    this.#queue = new FairQueue({
-      maxPerKey: opts.maxQueuedPerClient ?? DEFAULT_MAX_QUEUED_PER_CLIENT,
-      maxTotal: opts.rateLimit.maxQueued,
-    }, this.#limiter);
+    this.#queue = new FairQueue(
+      {
+        maxPerKey: opts.maxQueuedPerClient ?? DEFAULT_MAX_QUEUED_PER_CLIENT,
+        maxTotal: opts.rateLimit.maxQueued,
+        lowPriorityReserve: Math.floor(opts.rateLimit.burst / 2),
+      },
+      this.#limiter,
+      clock,
+    );
     metrics?.tokenReviewQueue.collectFrom(() => this.#queue.queued);
   }
 
@@ -108,7 +122,7 @@ export class TokenValidator {
     const begin = performance.now();
     try {
       try {
-        await this.#queue.acquire(client, deadline.signal);
+        await this.#queue.acquire(client, deadline.signal, this.#isSuspect(client));
       } catch (e) {
         this.metrics?.tokenReviews.inc({ result: "throttled" });
         if (e instanceof QueueFullError && e.scope === "client") {
@@ -140,7 +154,30 @@ export class TokenValidator {
       cancel();
     }
     this.metrics?.tokenReviewDuration.observe((performance.now() - begin) / 1000);
-    return this.#interpret(result);
+    try {
+      const sa = this.#interpret(result);
+      this.#suspects.delete(client);
+      return sa;
+    } catch (e) {
+      this.#suspect(client);
+      throw e;
+    }
+  }
+
+  #isSuspect(client: string): boolean {
+    const until = this.#suspects.get(client);
+    if (until === undefined) return false;
+    if (until > this.clock.now()) return true;
+    this.#suspects.delete(client);
+    return false;
+  }
+
+  #suspect(client: string): void {
+    this.#suspects.delete(client); // re-insert at the back: the map's order is oldest first
+    this.#suspects.set(client, this.clock.now() + SUSPECT_FOR_MS);
+    if (this.#suspects.size > MAX_SUSPECTS) {
+      this.#suspects.delete(this.#suspects.keys().next().value!);
+    }
   }
 
   #interpret(r: TokenReviewResult): ServiceAccountRef {

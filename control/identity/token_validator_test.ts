@@ -168,3 +168,42 @@ Deno.test("a TokenReview that lists no audiences is refused when audiences were 
   }
   validator.close();
 });
+
+Deno.test("a client whose token the API server refused waits behind the others and leaves them the burst reserve", async () => {
+  const clock = new FakeClock();
+  const reviewer = new FakeReviewer({
+    good: serviceAccountToken("ns", "good"),
+    "evil-ok": serviceAccountToken("evil", "flood"),
+  });
+  const validator = new TokenValidator(reviewer, {
+    audiences: ["identity.l5d.io"],
+    rateLimit: { ratePerSecond: 1, burst: 2, maxQueued: 100 }, // reserve: 1 slot
+    timeoutMs: 60_000,
+  }, clock);
+  await assert.rejects(validator.validate("evil-0", "evil/flood"), TokenRejected);
+  const evil = [1, 2].map((i) => validator.validate(`evil-${i}`, "evil/flood"));
+  evil.forEach((p) => p.catch(() => {}));
+  await settle();
+  assert.deepEqual(reviewer.calls.map((c) => c.token), ["evil-0"], "the suspect may not take the last slot");
+  assert.equal((await validator.validate("good", "ns/good")).serviceAccount, "good");
+  for (let i = 0; i < 4; i++) {
+    clock.advance(1000);
+    await settle();
+  }
+  assert.deepEqual(reviewer.calls.map((c) => c.token), ["evil-0", "good", "evil-1", "evil-2"]);
+  for (const p of evil) await assert.rejects(p, TokenRejected);
+  // A token of that client that passes review clears the suspicion.
+  clock.advance(2000);
+  const accepted = validator.validate("evil-ok", "evil/flood");
+  await settle();
+  clock.advance(1000);
+  assert.equal((await accepted).serviceAccount, "flood");
+  clock.advance(1000);
+  await validator.validate("good", "ns/good");
+  assert.equal(
+    (await validator.validate("evil-ok", "evil/flood")).serviceAccount,
+    "flood",
+    "normal class again",
+  );
+  validator.close();
+});
