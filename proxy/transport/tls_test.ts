@@ -154,27 +154,44 @@ Deno.test("client hello: plaintext and partial input", () => {
   });
 });
 
-/** Builds the Go client that presents a certificate with a key that is not its own. */
-async function wrongKeyClient(): Promise<string | undefined> {
+/**
+ * Builds the Go client that presents a certificate with a key that is not its own. Go is part of
+ * the project's toolchain (.ci/run puts it on PATH or installs Debian's golang-go), so a missing
+ * `go` fails this test instead of skipping it: the proof-of-possession check must not vanish from a
+ * run unnoticed. The client uses only the standard library; GOPROXY=off and GOTOOLCHAIN=local make
+ * any attempt to download a module or a toolchain fail loudly instead of reaching the network.
+ */
+async function wrongKeyClient(): Promise<string> {
   const dir = new URL("../testing/tls_wrong_key_client/", import.meta.url).pathname;
   const out = `${await Deno.makeTempDir()}/tls_wrong_key_client`;
+  const env: Record<string, string> = {
+    GOPROXY: "off",
+    GOTOOLCHAIN: "local",
+    GOFLAGS: "-mod=mod -buildvcs=false",
+  };
+  if (!Deno.env.get("HOME") && !Deno.env.get("GOCACHE")) {
+    env.GOCACHE = `${Deno.env.get("TMPDIR") ?? "/tmp"}/weft-go-cache`;
+  }
+  let b: Deno.CommandOutput;
   try {
-    const b = await new Deno.Command("go", { args: ["build", "-o", out, "."], cwd: dir, stderr: "piped" })
+    b = await new Deno.Command("go", { args: ["build", "-o", out, "."], cwd: dir, env, stderr: "piped" })
       .output();
-    if (!b.success) throw new Error(`go build failed: ${new TextDecoder().decode(b.stderr)}`);
   } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return undefined;
+    if (e instanceof Deno.errors.NotFound) {
+      throw new Error(
+        "the Go toolchain is not on PATH: this test needs it (add /usr/local/go/bin to PATH or install golang-go)",
+      );
+    }
     throw e;
   }
+  if (!b.success) throw new Error(`go build failed: ${new TextDecoder().decode(b.stderr)}`);
   return out;
 }
 
-const goClient = await wrongKeyClient();
-
 Deno.test({
   name: "mesh tls: a client holding someone else's certificate but not its key is refused",
-  ignore: goClient === undefined,
   async fn() {
+    const goClient = await wrongKeyClient();
     const s = await server(await storeFor(ca.issue(B)));
     const dir = await Deno.makeTempDir();
     try {
@@ -185,7 +202,7 @@ Deno.test({
       await Deno.writeTextFile(`${dir}/wrong.key`, attacker.keyPem);
       await Deno.writeTextFile(`${dir}/right.key`, victim.keyPem);
       const run = async (key: string) => {
-        const out = await new Deno.Command(goClient!, {
+        const out = await new Deno.Command(goClient, {
           args: [`127.0.0.1:${s.port}`, B, `${dir}/ca.pem`, `${dir}/cert.pem`, `${dir}/${key}`],
           stdout: "piped",
         }).output();
@@ -202,6 +219,7 @@ Deno.test({
     } finally {
       await s.close();
       await Deno.remove(dir, { recursive: true });
+      await Deno.remove(goClient.slice(0, goClient.lastIndexOf("/")), { recursive: true });
     }
   },
 });
