@@ -74,7 +74,7 @@ export function compileInboundPortOrDeny(s: Server): InboundPortPolicy {
     return compileInboundPort(s);
   } catch (e) {
     const reason = e instanceof PolicyError ? e.reason : "malformed";
-    const deny = invalidPolicy();
+    const deny = invalidPolicy(s.protocol?.kind?.$case);
     return {
       ...deny,
       http: httpServerFromPort(deny),

@@ -176,6 +176,13 @@ Deno.test("inbound policy: every kind of uncompilable Server becomes the deny-ev
     assert.equal(d.allow, false, `${name}: an HTTP request is refused`);
     assert.equal(!d.allow && d.status, 403, name);
   }
+  // The declared protocol is kept, so an opaque port refuses TCP clients at once.
+  const opaque = compileInboundPortOrDeny({
+    ...server([], [{ ...allowAll, authentication: { permit: undefined } }]),
+    protocol: { kind: { $case: "opaque", value: {} } },
+  });
+  assert.equal(opaque.protocol, "opaque");
+  assert.equal(compileInboundPortOrDeny(BAD[0][1]).protocol, "detect", "no protocol: Linkerd's detect");
   const good = compileInboundPortOrDeny(server());
   assert.equal(good.invalid, undefined);
   assert.equal(authorize(good, { clientIp: "10.0.0.9", tls: undefined }).allow, true);

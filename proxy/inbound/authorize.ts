@@ -71,10 +71,12 @@ function nets(cidrs: Cidr[]): CompiledAuthz["networks"] {
 /**
  * What a port gets when its Server message cannot be compiled (Linkerd's invalid server policy):
  * no authorization, so every connection and every request is denied (HTTP 403, gRPC
- * PERMISSION_DENIED, TCP closed), never the last valid policy or the cluster default.
+ * PERMISSION_DENIED, TCP closed), never the last valid policy or the cluster default. The
+ * message's protocol is kept when it names one (Linkerd uses `detect`), so TCP clients of an
+ * opaque port are refused at once and HTTP clients of an HTTP port get their answer.
  */
-export function invalidPolicy(): PortPolicy {
-  return { serverName: "invalid", serverKind: "default", protocol: "detect", authorizations: [] };
+export function invalidPolicy(protocol: PortProtocol = "detect"): PortPolicy {
+  return { serverName: "invalid", serverKind: "default", protocol, authorizations: [] };
 }
 
 /** The policy a port has until the control plane says otherwise (LINKERD2_PROXY_INBOUND_DEFAULT_POLICY). */
@@ -128,7 +130,9 @@ function compileAuthz(a: Authz, i: number): CompiledAuthz {
   const permit = a.authentication?.permit;
   let authn: Authn;
   // An authentication kind this proxy does not know decodes as no authentication at all.
-  if (!permit) throw new PolicyError(`authorization ${i} has no authentication this proxy knows`, "authentication");
+  if (!permit) {
+    throw new PolicyError(`authorization ${i} has no authentication this proxy knows`, "authentication");
+  }
   if (permit.$case === "unauthenticated") authn = { kind: "unauthenticated" };
   else {
     const clients = permit.value.clients;

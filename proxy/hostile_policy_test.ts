@@ -1,0 +1,395 @@
+/**
+ * Tier 3, hostile: inbound policy and protocol detection attacked through a real proxy. Pod b is
+ * meshed (init's rules, the proxy as UID 2102, an HTTP app that answers `peer=<ip>` to anything,
+ * a TCP echo app that greets with `peer=<ip>`, so any byte that reaches an app shows); pod c is an
+ * unmeshed client in another namespace. The control plane runs in this process and pushes
+ * policy changes to the proxy's open WatchPort streams. Skipped when not root.
+ *
+ * Ports of b (server authorizations allow everyone unless said otherwise; "routes" = one route
+ * for /open, so anything else is 404 from the proxy):
+ *   7001 http  detect + routes       7006 echo  detect + routes
+ *   7002 http  http1 + routes        7007 echo  http1 + routes
+ *   7003 http  detect, no routes: valid, then uncompilable, then valid again
+ *   7004 http  detect, always valid (the bystander port)
+ *   7005 echo  opaque: valid, then uncompilable, then valid again
+ *   7008 http  uncompilable from the first message
+ *   7009 http  detect + routes, server authorization only for an identity c does not have
+ */
+import assert from "node:assert/strict";
+import type { Authz, HttpRoute, Server } from "../proto/gen/inbound.ts";
+import { ProxyEnv } from "../proto/env.ts";
+import { toIpAddress } from "../proto/ip.ts";
+import { DEFAULT_PROXY_UID } from "../proto/ports.ts";
+import { DETECT_HTTP1_CORPUS } from "./http/detect_corpus.ts";
+import { createTestCa } from "./testing/certs.ts";
+import { TestControlPlane } from "./testing/control_plane.ts";
+import {
+  adminGet,
+  APP_TS,
+  applyInit,
+  denoRun,
+  startProxy,
+  startRelay,
+  waitForLine,
+} from "./testing/mesh_pods.ts";
+import { denoForUid, PodNetwork } from "./testing/netns.ts";
+import { metric, until } from "./testing/poll.ts";
+
+const ignore = Deno.uid() !== 0;
+if (ignore) console.warn("hostile policy tests skipped: network namespaces and iptables need root");
+
+const WIRE_CLIENT = new URL("./testing/wire_client.ts", import.meta.url).pathname;
+const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
+const WL_B = '{"ns":"default","pod":"b"}';
+/** The proxy's detect timeout here; slow clients wait well past it. */
+const DETECT_MS = 1000;
+const SLOW_MS = 2500;
+
+const everywhere = [
+  { net: { ip: toIpAddress("0.0.0.0"), prefixLen: 0 }, except: [] },
+  { net: { ip: toIpAddress("::"), prefixLen: 0 }, except: [] },
+];
+const resource = (kind: string, name: string) => ({
+  kind: {
+    $case: "resource" as const,
+    value: { group: "policy.linkerd.io", kind, name, namespace: "default", section: "", port: 0 },
+  },
+});
+const allowAll: Authz = {
+  networks: everywhere,
+  authentication: { permit: { $case: "unauthenticated", value: {} } },
+  labels: {},
+  metadata: resource("AuthorizationPolicy", "all"),
+};
+const onlyX: Authz = {
+  networks: everywhere,
+  authentication: {
+    permit: {
+      $case: "meshTLS",
+      value: { clients: { $case: "identities", value: { identities: [{ name: ID("x") }], suffixes: [] } } },
+    },
+  },
+  labels: {},
+  metadata: resource("AuthorizationPolicy", "x-only"),
+};
+const openRoute = (authorizations: Authz[] = []): HttpRoute => ({
+  metadata: resource("HTTPRoute", "open"),
+  hosts: [],
+  authorizations,
+  rules: [{
+    matches: [{
+      path: { kind: { $case: "prefix", value: "/open" } },
+      headers: [],
+      queryParams: [],
+      method: undefined,
+    }],
+    filters: [],
+  }],
+});
+const labels = (name: string) => ({ group: "policy.linkerd.io", kind: "server", name });
+
+function detect(name: string, routes: HttpRoute[], authorizations: Authz[] = [allowAll]): Server {
+  return {
+    protocol: {
+      kind: {
+        $case: "detect",
+        value: { timeout: { seconds: 10n, nanos: 0 }, httpRoutes: routes, httpLocalRateLimit: undefined },
+      },
+    },
+    serverIps: [],
+    authorizations,
+    labels: labels(name),
+  };
+}
+function http1(name: string, routes: HttpRoute[]): Server {
+  return {
+    protocol: { kind: { $case: "http1", value: { routes, localRateLimit: undefined } } },
+    serverIps: [],
+    authorizations: [allowAll],
+    labels: labels(name),
+  };
+}
+function opaque(name: string, authorizations: Authz[]): Server {
+  return {
+    protocol: { kind: { $case: "opaque", value: {} } },
+    serverIps: [],
+    authorizations,
+    labels: labels(name),
+  };
+}
+/** A route whose path regex does not compile. */
+const badRegex = detect("web-3", [{
+  ...openRoute(),
+  rules: [{
+    matches: [{
+      path: { kind: { $case: "regex", value: "/api/(" } },
+      headers: [],
+      queryParams: [],
+      method: undefined,
+    }],
+    filters: [],
+  }],
+}]);
+/** An authentication kind this proxy does not know (it decodes with no permit). */
+const unknownAuthn = opaque("echo-5", [{ ...allowAll, authentication: { permit: undefined } }]);
+/** A network with an IPv4 prefix length of 33. */
+const badCidr = detect("web-8", [], [{
+  ...allowAll,
+  networks: [{ net: { ip: toIpAddress("10.0.0.0"), prefixLen: 33 }, except: [] }],
+}]);
+
+type Outcome = { name: string; status: number; data: string; closed: boolean; error?: string };
+type Piece = { afterMs: number; data: string };
+
+Deno.test({
+  name: "hostile: inbound policy and protocol detection through a real proxy",
+  ignore,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
+  const ca = await createTestCa("weft-hostile-policy");
+  const work = await Deno.makeTempDir({ prefix: "weft-hostile-policy-" });
+  await Deno.chmod(work, 0o755);
+  const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
+  let net: PodNetwork | undefined;
+  let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
+  let failed = false;
+  const step = async (name: string, fn: () => Promise<void>) => {
+    failed = !(await t.step(name, fn)) || failed;
+  };
+  try {
+    const creds = `${work}/b.json`;
+    await Deno.writeTextFile(creds, JSON.stringify(await ca.issue(ID("b"))));
+    await Deno.chmod(creds, 0o644);
+    net = await PodNetwork.create(["b", "c"]);
+    const B = net.pod("b").ip;
+    uidDeno = await denoForUid(DEFAULT_PROXY_UID);
+    const set = (port: number, s: Server) => cp.tables.servers.set(`${WL_B}|${port}`, s);
+    set(7001, detect("web-1", [openRoute()]));
+    set(7002, http1("web-2", [openRoute()]));
+    set(7003, detect("web-3", []));
+    set(7004, detect("web-4", []));
+    set(7005, opaque("echo-5", [allowAll]));
+    set(7006, detect("echo-6", [openRoute()]));
+    set(7007, http1("echo-7", [openRoute()]));
+    set(7008, badCidr);
+    set(7009, detect("web-9", [openRoute([allowAll])], [onlyX]));
+    await cp.start();
+
+    const wire = async (port: number, requests: { name: string; pieces: Piece[]; readMs?: number }[]) => {
+      const spec = { host: B, port, requests: requests.map((r) => ({ readMs: 4000, ...r })) };
+      const r = await denoRun(net!, "c", WIRE_CLIENT, JSON.stringify(spec));
+      try {
+        return JSON.parse(r.stdout.trim().split("\n").pop()!) as Outcome[];
+      } catch {
+        throw new Error(`wire client printed ${r.stdout} ${r.stderr}`);
+      }
+    };
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: b\r\n\r\n`;
+    const now = (name: string, data: string) => ({ name, pieces: [{ afterMs: 0, data }] });
+    const metrics = async () => (await adminGet(net!, "b", "/metrics")).body;
+    /** An answer the app gave: the HTTP app's body or the echo app's greeting. */
+    const appSaw = (o: Outcome) => o.data.includes("peer=");
+
+    failed = !(await t.step("setup: apps, init, relay, proxy in b", async () => {
+      net!.spawn(
+        "b",
+        [
+          Deno.execPath(),
+          "run",
+          "-A",
+          "--cached-only",
+          APP_TS,
+          "http",
+          "7001",
+          "7002",
+          "7003",
+          "7004",
+          "7008",
+          "7009",
+        ],
+        {},
+        `${work}/http-b.log`,
+      );
+      net!.spawn(
+        "b",
+        [Deno.execPath(), "run", "-A", "--cached-only", APP_TS, "echo", "7005", "7006", "7007"],
+        {},
+        `${work}/echo-b.log`,
+      );
+      await waitForLine(`${work}/http-b.log.out`, "listening");
+      await waitForLine(`${work}/echo-b.log.out`, "listening");
+      await applyInit(net!, "b");
+      await startRelay(net!, "b", { dst: cp.dstSocket, policy: cp.policySocket }, `${work}/relay-b.log`);
+      startProxy(net!, {
+        pod: "b",
+        localName: ID("b"),
+        workload: WL_B,
+        credentialsFile: creds,
+        trustAnchorsPem: ca.certPem,
+        workDir: work,
+        uidDeno: uidDeno!,
+        inboundPorts: "7001-7009",
+        env: {
+          [ProxyEnv.inboundDetectTimeout]: `${DETECT_MS}ms`,
+          [ProxyEnv.inboundIps]: B,
+        },
+        logFile: `${work}/proxy-b.log`,
+      });
+      await until("b ready", async () => (await adminGet(net!, "b", "/ready")).status === 200 || undefined);
+      const [open] = await wire(7001, [now("open", get("/open/x"))]);
+      assert.equal(open.status, 200, JSON.stringify(open));
+    })) || failed;
+    if (failed) return;
+
+    await step(
+      "hostile: request with leading CRLF / unusual method cannot skip route authorization",
+      async () => {
+        // Every request here is for a path no route matches: the proxy must answer it (404, or
+        // 400/505 for what its parser refuses); detected as opaque, it would reach the app.
+        const attacks = DETECT_HTTP1_CORPUS.map((c) => ({
+          ...now(c.name, c.wire("/admin/x")),
+          accepted: c.accepted,
+        }));
+        const dribbled = {
+          name: "PURGE dribbled past the detect timeout",
+          pieces: [{ afterMs: 0, data: "PURGE /adm" }, {
+            afterMs: SLOW_MS,
+            data: "in/x HTTP/1.1\r\nHost: b\r\n\r\n",
+          }],
+          accepted: true,
+        };
+        for (const port of [7001, 7006, 7002, 7007]) {
+          const [hostile, good] = await Promise.all([
+            wire(port, [...attacks, dribbled]),
+            port === 7001 || port === 7002
+              ? wire(port, [now("well-behaved", get("/open/ok"))])
+              : Promise.resolve([]),
+          ]);
+          for (const a of [...attacks, dribbled]) {
+            const o = hostile.find((h) => h.name === a.name)!;
+            assert.ok(!appSaw(o), `port ${port}, ${a.name}: reached the app: ${JSON.stringify(o)}`);
+            if (a.accepted) assert.equal(o.status, 404, `port ${port}, ${a.name}: ${JSON.stringify(o)}`);
+            else assert.ok([400, 505].includes(o.status), `port ${port}, ${a.name}: ${JSON.stringify(o)}`);
+          }
+          for (const g of good) {
+            assert.equal(g.status, 200, `port ${port}: the well-behaved client: ${JSON.stringify(g)}`);
+          }
+        }
+      },
+    );
+
+    await step("hostile: slow client on an HTTP/1 port is still routed and authorized", async () => {
+      const slow = (name: string, data: string) => ({ name, pieces: [{ afterMs: SLOW_MS, data }] });
+      for (const port of [7002, 7007]) {
+        const [r, good] = await Promise.all([
+          wire(port, [
+            slow("slow request for no route", get("/admin/x")),
+            slow("slow non-HTTP bytes", "SSH-2.0-OpenSSH_9.6\r\n\r\n"),
+            ...(port === 7002 ? [slow("slow request for the open route", get("/open/slow"))] : []),
+          ]),
+          wire(7004, [now("bystander", get("/"))]),
+        ]);
+        const [noRoute, notHttp] = r;
+        assert.equal(noRoute.status, 404, `port ${port}: ${JSON.stringify(noRoute)}`);
+        assert.ok(!appSaw(noRoute), `port ${port}: the app saw the slow request`);
+        assert.equal(
+          notHttp.status,
+          400,
+          `port ${port}: non-HTTP bytes on an HTTP/1 port: ${JSON.stringify(notHttp)}`,
+        );
+        assert.ok(!appSaw(notHttp));
+        if (port === 7002) {
+          assert.equal(r[2].status, 200, `a slow but allowed request is served: ${JSON.stringify(r[2])}`);
+        }
+        assert.equal(good[0].status, 200, "the bystander port keeps serving");
+      }
+      // A `detect` port: a client silent through the timeout is opaque TCP (as in Linkerd), and
+      // is then authorized per connection: 7009's server authorizations do not admit c.
+      const [silent, fast] = await wire(7009, [
+        slow("silent past the timeout", get("/open/x")),
+        now("fast", get("/open/x")),
+      ]);
+      assert.equal(silent.status, 0, `opaque and refused: ${JSON.stringify(silent)}`);
+      assert.equal(silent.data, "");
+      assert.ok(silent.closed);
+      assert.equal(fast.status, 200, `detected as HTTP, the route authorizes c: ${JSON.stringify(fast)}`);
+      const m = await metrics();
+      assert.ok(
+        metric(m, "inbound_tcp_errors_total", { error: "detect_timeout" }) >= 1,
+        "detect timeouts are counted",
+      );
+      assert.ok(metric(m, "inbound_tcp_authz_deny_total", { srv_name: "web-9" }) >= 1, m);
+    });
+
+    await step("hostile: an uncompilable inbound policy denies every request on its port", async () => {
+      const probe = async () => {
+        const [web] = await wire(7003, [now("web", get("/"))]);
+        const [tcp] = await wire(7005, [now("tcp", "hello")]);
+        const [bystander] = await wire(7004, [now("bystander", get("/"))]);
+        return { web, tcp, bystander };
+      };
+      const before = await probe();
+      assert.equal(before.web.status, 200, JSON.stringify(before.web));
+      assert.ok(appSaw(before.tcp), JSON.stringify(before.tcp));
+      const [first] = await wire(7008, [now("invalid from the start", get("/"))]);
+      assert.equal(first.status, 403, `never the default (allow-all) policy: ${JSON.stringify(first)}`);
+
+      cp.setServer(WL_B, 7003, badRegex);
+      cp.setServer(WL_B, 7005, unknownAuthn);
+      const during = await until("the invalid policies to apply", async () => {
+        const p = await probe();
+        return p.web.status === 403 && !appSaw(p.tcp) ? p : undefined;
+      });
+      assert.equal(during.tcp.data, "", "the TCP connection is refused");
+      assert.ok(during.tcp.closed);
+      assert.equal(during.bystander.status, 200, "the valid port keeps serving the same client");
+      const m = await metrics();
+      const invalid = (port: number, reason: string) =>
+        metric(m, "inbound_policy_invalid", { port: String(port), reason });
+      assert.equal(
+        invalid(7003, "route_match"),
+        1,
+        m.split("\n").filter((l) => l.includes("policy_invalid")).join("\n"),
+      );
+      assert.equal(invalid(7005, "authentication"), 1);
+      assert.equal(invalid(7008, "network"), 1);
+      assert.ok(metric(m, "inbound_policy_invalid_total", { port: "7003", reason: "route_match" }) >= 1);
+      const log = await Deno.readTextFile(`${work}/proxy-b.log`);
+      assert.match(
+        log,
+        /WARN proxy: inbound policy for port 7003 is invalid \(route_match\): .*invalid regex/,
+      );
+      assert.match(log, /inbound policy for port 7005 is invalid \(authentication\)/);
+
+      cp.setServer(WL_B, 7003, detect("web-3", []));
+      cp.setServer(WL_B, 7005, opaque("echo-5", [allowAll]));
+      await until("a valid policy to restore both ports", async () => {
+        const p = await probe();
+        return p.web.status === 200 && appSaw(p.tcp) ? p : undefined;
+      });
+      const after = await metrics();
+      assert.equal(metric(after, "inbound_policy_invalid", { port: "7003" }), 0, "the gauge series is gone");
+      assert.equal(metric(after, "inbound_policy_invalid", { port: "7008" }), 1, "7008 is still invalid");
+      assert.match(
+        await Deno.readTextFile(`${work}/proxy-b.log`),
+        /inbound policy for port 7003 is valid again/,
+      );
+    });
+  } catch (e) {
+    failed = true;
+    throw e;
+  } finally {
+    if (failed) {
+      for await (const f of Deno.readDir(work)) {
+        if (f.name.includes(".log")) {
+          console.error(`--- ${f.name}\n${await Deno.readTextFile(`${work}/${f.name}`)}`);
+        }
+      }
+    }
+    cp.stop();
+    await net?.cleanup();
+    await uidDeno?.remove();
+    await Deno.remove(work, { recursive: true });
+  }
+});
