@@ -5,6 +5,8 @@
  */
 import * as tls from "node:tls";
 import type * as net from "node:net";
+import { connect as netConnect } from "node:net";
+import { GatedTransport } from "./tls_flow.ts";
 import type { CertStore, TlsCredentials } from "../identity/cert_store.ts";
 import { PeerVerifier } from "./peer_verify.ts";
 import { dnsSans } from "./peer_verify.ts";
@@ -103,8 +105,10 @@ export class MeshTls {
     const c = this.#creds();
     const verifier = this.#peerVerifier(c);
     return await new Promise((resolve, reject) => {
+      // Through a gate: Deno's TLS wrapper would read a paused peer without bound (tls_flow.ts).
+      const gate = new GatedTransport(sock);
       const t = new tls.TLSSocket(
-        sock,
+        gate as unknown as net.Socket,
         <tls.TLSSocketOptions & HalfOpen> {
           isServer: true,
           secureContext: this.#serverContext(c),
@@ -129,6 +133,7 @@ export class MeshTls {
       t.once("secure", () => {
         clearTimeout(timer);
         t.off("error", fail);
+        gate.gate(t);
         const peer = t.getPeerCertificate();
         let clientId: string | undefined;
         if (peer && peer.raw) {
@@ -155,10 +160,12 @@ export class MeshTls {
     const c = this.#creds();
     return await new Promise((resolve, reject) => {
       let identityError: string | undefined;
+      // TLS over our own TCP socket, through a gate (see accept()).
+      const raw = netConnect({ host: opts.host, port: opts.port, noDelay: true, allowHalfOpen: true });
+      const gate = new GatedTransport(raw);
       const t = tls.connect(
         <tls.ConnectionOptions & HalfOpen> {
-          host: opts.host,
-          port: opts.port,
+          socket: gate as unknown as net.Socket,
           servername: opts.serverName,
           secureContext: this.#clientContext(c),
           minVersion: "TLSv1.3",
@@ -179,6 +186,7 @@ export class MeshTls {
       const fail = (e: Error) => {
         clearTimeout(timer);
         t.destroy();
+        raw.destroy();
         reject(
           e instanceof MeshTlsError
             ? e
@@ -199,6 +207,7 @@ export class MeshTls {
           fail(new MeshTlsError("peer_identity", identityError));
           return;
         }
+        gate.gate(t);
         resolve({ socket: t, alpn: typeof t.alpnProtocol === "string" ? t.alpnProtocol : undefined });
       });
     });
