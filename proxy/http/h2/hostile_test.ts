@@ -12,7 +12,14 @@ import * as net from "node:net";
 import { CertStore } from "../../identity/cert_store.ts";
 import { createTestCa } from "../../testing/certs.ts";
 import { MeshTls } from "../../transport/tls.ts";
-import { type Body, bytesBody, HeaderList, type HttpService, textResponse } from "../message.ts";
+import {
+  type Body,
+  bytesBody,
+  HeaderList,
+  type HttpRequest,
+  type HttpService,
+  textResponse,
+} from "../message.ts";
 import { ErrorCode } from "./frame.ts";
 import { Http2Connection } from "./client.ts";
 import { type Http2ServerConnection, type Http2ServerOptions, serveHttp2 } from "./server.ts";
@@ -31,6 +38,7 @@ import {
   startBackend,
   startH2Proxy,
   startHop,
+  tcpConnect,
 } from "./testing.ts";
 
 const MiB = 1024 * 1024;
@@ -624,4 +632,166 @@ Deno.test("hostile: h2 over mesh TLS, peer that never reads asks for 1 GiB then 
     for (const c of conns) await c.close(0);
     await new Promise<void>((r) => srv.close(() => r()));
   }
+});
+
+// ---- the client role: hostile upstreams ---------------------------------------------------------------
+
+/** A listener whose every connection is answered by a raw HTTP/2 server handed to `onConn`. */
+async function hostileUpstream(onConn: (raw: RawH2Client) => void) {
+  const socks = new Set<net.Socket>();
+  const raws: RawH2Client[] = [];
+  const server = net.createServer((sock) => {
+    sock.on("error", () => {});
+    socks.add(sock);
+    const raw = RawH2Client.serving(sock);
+    raws.push(raw);
+    onConn(raw);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    raws,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of socks) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
+
+const upstreamRequest = (path: string, body?: Body): HttpRequest => ({
+  method: body ? "POST" : "GET",
+  scheme: "http",
+  authority: "x",
+  path,
+  version: "HTTP/2",
+  headers: new HeaderList(),
+  body: body ?? bytesBody([]),
+});
+
+/**
+ * The proxy's other upstream traffic: an Http2Connection to a well-behaved node:http2 backend,
+ * asked "/" every 20 ms while a hostile upstream attacks another connection of the same process.
+ */
+async function goodUpstream() {
+  const backend = await startBackend((stream) => {
+    stream.respond({ ":status": 200 });
+    stream.end("ok");
+  });
+  const conn = new Http2Connection({ connect: tcpConnect(backend.port), name: "good upstream" });
+  const state = { served: 0, failures: [] as string[], stop: false };
+  const loop = (async () => {
+    while (!state.stop) {
+      try {
+        const r = await conn.request(upstreamRequest("/"), AbortSignal.timeout(5000));
+        for (let c = await r.body.read(); c !== null; c = await r.body.read()) { /* drain */ }
+        if (r.status === 200) state.served++;
+        else state.failures.push(`status ${r.status}`);
+      } catch (e) {
+        state.failures.push((e as Error).message);
+      }
+      await sleep(20);
+    }
+  })();
+  return {
+    state,
+    async servedAfter(since: number, what: string) {
+      const deadline = Date.now() + 5000;
+      while (state.served <= since && Date.now() < deadline) await sleep(10);
+      assert.ok(state.served > since, `${what}: the proxy's other upstream connection got no answer`);
+      assert.deepEqual(state.failures, [], `${what}: the other upstream connection saw failures`);
+    },
+    async close() {
+      state.stop = true;
+      await loop;
+      await conn.close(0);
+      await backend.close();
+    },
+  };
+}
+
+async function upstreamAttack(
+  name: string,
+  onConn: (raw: RawH2Client) => void,
+  attack: (conn: Http2Connection, raws: RawH2Client[]) => Promise<void>,
+): Promise<void> {
+  const up = await hostileUpstream(onConn);
+  const good = await goodUpstream();
+  await good.servedAfter(0, `${name} (before)`);
+  const conn = new Http2Connection({ connect: tcpConnect(up.port), name: "hostile upstream" });
+  const mem = new MemWatch();
+  try {
+    const start = good.state.served;
+    await attack(conn, up.raws);
+    await good.servedAfter(start, name);
+    mem.check(name);
+  } finally {
+    mem.stop();
+    await conn.close(0);
+    await good.close();
+    await up.close();
+  }
+}
+
+Deno.test("hostile: h2 upstream floods PINGs at the proxy's client session → GOAWAY ENHANCE_YOUR_CALM", async () => {
+  const ping = frame(FRAME.PING, 0, 0, new Uint8Array(8));
+  await upstreamAttack("upstream PING flood", (raw) => {
+    raw.waitFor((f) => f.type === FRAME.HEADERS).then(() => flood(raw, () => [ping], 500));
+  }, async (conn, raws) => {
+    const outcome = await conn.request(upstreamRequest("/"), AbortSignal.timeout(10_000)).then(
+      () => "answered",
+      (e: Error) => e.message,
+    );
+    assert.notEqual(outcome, "answered");
+    const g = await raws[0].waitFor(isGoaway, 3000);
+    assertCalm(g, "upstream PING flood");
+  });
+});
+
+Deno.test("hostile: h2 upstream that never reads a 1 GiB request body: the client session stops sending", async () => {
+  const produced = { bytes: 0 };
+  await upstreamAttack("upstream slow reader (1 GiB upload)", (raw) => {
+    // Both windows wide open, then the socket is never read again.
+    raw.write(
+      frame(FRAME.SETTINGS, 0, 0, setting(4, 2 ** 30)),
+      frame(FRAME.WINDOW_UPDATE, 0, 0, u32(2 ** 30 - 65_535)),
+    );
+    raw.waitFor((f) => f.type === FRAME.HEADERS).then(() => raw.pauseReading());
+  }, async (conn) => {
+    const ac = new AbortController();
+    const pending = conn.request(upstreamRequest("/upload", lazyBody(1024 * MiB, produced)), ac.signal)
+      .catch(() => undefined);
+    await sleep(1500);
+    console.log(`  upstream slow reader: produced ${(produced.bytes / MiB).toFixed(1)} MiB of 1024`);
+    assert.ok(produced.bytes < 64 * MiB, `the client session kept sending: ${produced.bytes} bytes`);
+    ac.abort(new Error("test over"));
+    await pending;
+  });
+});
+
+Deno.test("hostile: h2 upstream MadeYouReset (WINDOW_UPDATE 0 on each request) → GOAWAY ENHANCE_YOUR_CALM", async () => {
+  await upstreamAttack("upstream MadeYouReset", (raw) => {
+    // Answers every request head with a WINDOW_UPDATE of 0, which the client must reset.
+    let seen = 0;
+    (async () => {
+      while (!raw.closed) {
+        const heads = raw.frames.filter((f) => f.type === FRAME.HEADERS);
+        for (; seen < heads.length; seen++) {
+          raw.write(frame(FRAME.WINDOW_UPDATE, 0, heads[seen].streamId, u32(0)));
+        }
+        if (raw.frames.some(isGoaway)) return;
+        await sleep(2);
+      }
+    })();
+  }, async (conn, raws) => {
+    for (let batch = 0; batch < 12 && !raws[0]?.frames.some(isGoaway); batch++) {
+      await Promise.all(
+        Array.from(
+          { length: 100 },
+          () => conn.request(upstreamRequest("/"), AbortSignal.timeout(5000)).catch(() => undefined),
+        ),
+      );
+    }
+    assertCalm(await raws[0].waitFor(isGoaway, 3000), "upstream MadeYouReset");
+  });
 });

@@ -195,8 +195,12 @@ export class RawH2Client {
   #waiters: (() => void)[] = [];
   closed = false;
 
-  private constructor(sock: net.Socket) {
+  /** Bytes still to skip before frames start (the client preface, when serving). */
+  #skip: number;
+
+  private constructor(sock: net.Socket, skip = 0) {
     this.#sock = sock;
+    this.#skip = skip;
     sock.on("data", (c: Uint8Array) => this.#onData(c));
     sock.on("error", () => {});
     sock.on("close", () => {
@@ -224,6 +228,13 @@ export class RawH2Client {
     return c;
   }
 
+  /** A raw *server* on an accepted socket: skips the client's preface, sends its SETTINGS. */
+  static serving(sock: net.Socket): RawH2Client {
+    const c = new RawH2Client(sock, PREFACE.length);
+    sock.write(frame(FRAME.SETTINGS, 0, 0));
+    return c;
+  }
+
   write(...frames: Uint8Array[]): void {
     for (const f of frames) this.#sock.write(f);
   }
@@ -243,6 +254,11 @@ export class RawH2Client {
   }
 
   #onData(c: Uint8Array): void {
+    if (this.#skip > 0) {
+      const n = Math.min(this.#skip, c.length);
+      this.#skip -= n;
+      c = c.subarray(n);
+    }
     const b = new Uint8Array(this.#buf.length + c.length);
     b.set(this.#buf);
     b.set(c, this.#buf.length);
