@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import * as net from "node:net";
+import { CertStore } from "../identity/cert_store.ts";
+import { createTestCa } from "../testing/certs.ts";
+import { forward } from "./forward.ts";
+import { MeshTls } from "./tls.ts";
+
+const ca = await createTestCa("tls-flow-test");
+const A = "a.ns.serviceaccount.identity.linkerd.cluster.local";
+const B = "b.ns.serviceaccount.identity.linkerd.cluster.local";
+const CHUNK = new Uint8Array(64 * 1024).fill(7);
+/** Far more than socket buffers hold; far less than an unpaused reader takes in the window. */
+const BOUND = 48 * 1024 * 1024;
+const WINDOW_MS = 2000;
+
+async function mesh(name: string): Promise<MeshTls> {
+  const s = new CertStore();
+  s.set(await ca.issue(name));
+  return new MeshTls(s);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Writes as fast as `sock` takes bytes (honouring 'drain') until stopped; returns the count. */
+function flood(sock: net.Socket): { sent(): number; stop(): void } {
+  let sent = 0;
+  let on = true;
+  const go = () => {
+    while (on && !sock.destroyed) {
+      sent += CHUNK.length;
+      if (!sock.write(CHUNK)) return void sock.once("drain", go);
+    }
+  };
+  sock.on("error", () => {});
+  go();
+  return { sent: () => sent, stop: () => on = false };
+}
+
+/** A mesh TLS client echoing one message, to show the server still serves others. */
+async function echoOnce(client: MeshTls, port: number, msg: string): Promise<string> {
+  const { socket } = await client.connect({
+    host: "127.0.0.1",
+    port,
+    serverName: B,
+    expectedIdentity: B,
+    timeoutMs: 2000,
+  });
+  return await new Promise((resolve, reject) => {
+    let s = "";
+    socket.on("data", (d) => s += d);
+    socket.on("end", () => resolve(s));
+    socket.on("error", reject);
+    socket.end(msg);
+  });
+}
+
+Deno.test("hostile: a mesh TLS peer flooding a forward to a reader that never reads is held back by TCP", async () => {
+  const server = await mesh(B);
+  const client = await mesh(A);
+  // The destination accepts and never reads.
+  const sink = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const sinkConns: Deno.Conn[] = [];
+  (async () => {
+    for await (const c of sink) sinkConns.push(c);
+  })();
+  let first = true;
+  const srv = net.createServer({ allowHalfOpen: true }, async (raw) => {
+    const t = await server.accept(raw, [], 2000);
+    if (first) {
+      first = false;
+      forward(t.socket, net.connect((sink.addr as Deno.NetAddr).port, "127.0.0.1"));
+    } else {
+      // Everyone else gets an echo server.
+      t.socket.on("data", (d) => t.socket.write(d));
+      t.socket.on("end", () => t.socket.end());
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as net.AddressInfo).port;
+  try {
+    const { socket } = await client.connect({
+      host: "127.0.0.1",
+      port,
+      serverName: B,
+      expectedIdentity: B,
+      timeoutMs: 2000,
+    });
+    const f = flood(socket);
+    await sleep(WINDOW_MS);
+    const sent = f.sent();
+    f.stop();
+    console.log(`flooding client got ${(sent / 1048576).toFixed(1)} MiB in before the stall held it`);
+    assert.ok(sent < BOUND, `the proxy side took ${sent} bytes for a destination that reads nothing`);
+    assert.equal(await echoOnce(client, port, "still here"), "still here");
+    socket.destroy();
+  } finally {
+    for (const c of sinkConns) c.close();
+    sink.close();
+    await new Promise((r) => srv.close(r));
+  }
+});
+
+Deno.test("hostile: a mesh TLS server flooding a paused client socket is held back by TCP", async () => {
+  const server = await mesh(B);
+  const client = await mesh(A);
+  let floods: { sent(): number; stop(): void } | undefined;
+  const srv = net.createServer({ allowHalfOpen: true }, async (raw) => {
+    const t = await server.accept(raw, [], 2000);
+    if (floods === undefined) floods = flood(t.socket);
+    else {
+      t.socket.on("data", (d) => t.socket.write(d));
+      t.socket.on("end", () => t.socket.end());
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as net.AddressInfo).port;
+  try {
+    const { socket } = await client.connect({
+      host: "127.0.0.1",
+      port,
+      serverName: B,
+      expectedIdentity: B,
+      timeoutMs: 2000,
+    });
+    // A consumer that stops reading, the way forward() and the HTTP/1 reader pause a source.
+    let got = 0;
+    socket.on("data", (d: Uint8Array) => {
+      got += d.length;
+      if (got >= 256 * 1024) socket.pause();
+    });
+    await sleep(WINDOW_MS);
+    const sent = floods!.sent();
+    floods!.stop();
+    console.log(`flooding server got ${(sent / 1048576).toFixed(1)} MiB in to a paused client`);
+    assert.ok(sent < BOUND, `the paused client side took ${sent} bytes`);
+    // Resuming lets the bytes flow again.
+    const atPause = got;
+    socket.resume();
+    await sleep(200);
+    assert.ok(got > atPause, "no bytes arrived after resume()");
+    assert.equal(await echoOnce(client, port, "still here"), "still here");
+    socket.destroy();
+  } finally {
+    await new Promise((r) => srv.close(r));
+  }
+});
