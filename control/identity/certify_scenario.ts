@@ -24,6 +24,11 @@ export interface ScenarioOptions {
   /** Well-behaved proxies, each certifying `certifiesPerProxy` times one after another. */
   proxies: number;
   certifiesPerProxy: number;
+  /**
+   * A proxy starts its next Certify this long after the previous one started (or when it ends, if
+   * later); 0 sends them back to back. Proxies are staggered evenly over one interval.
+   */
+  proxyIntervalMs: number;
   /** Concurrent calls of the flooder; 0 runs without a flood. */
   floodConcurrency: number;
   /** Connections the flooder spreads them over. */
@@ -44,6 +49,11 @@ export interface ScenarioResult {
   flood?: FloodResult;
   /** From the flooder's first calls to its stop. */
   floodSeconds: number;
+  /**
+   * How late a 10 ms timer on the server's event loop fired while the proxies certified, p99, ms:
+   * the part of their latency that is CPU contention rather than waiting for a TokenReview.
+   */
+  eventLoopLagP99Ms: number;
   /** Reviews the API stand-in answered, and the most at once. */
   apiReviews: number;
   apiMaxInFlight: number;
@@ -134,13 +144,25 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
       floodBegin = performance.now();
       await new Promise((r) => setTimeout(r, opts.floodLeadMs));
     }
-    await Promise.all(proxies.map(async (p) => {
+    const lags: number[] = [];
+    let expected = performance.now() + 10;
+    const lagTimer = setInterval(() => {
+      const now = performance.now();
+      lags.push(Math.max(0, now - expected));
+      expected = now + 10;
+    }, 10);
+    await Promise.all(proxies.map(async (p, n) => {
+      const t0 = performance.now() + (opts.proxyIntervalMs * n) / proxies.length;
       const client = new IdentityClient(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), {
         "grpc.use_local_subchannel_pool": 1, // its own connection, as each proxy has
       });
       const token = new TextEncoder().encode(p.token);
       try {
         for (let i = 0; i < opts.certifiesPerProxy; i++) {
+          const due = t0 + i * opts.proxyIntervalMs;
+          if (opts.proxyIntervalMs > 0 && due > performance.now()) {
+            await new Promise((r) => setTimeout(r, due - performance.now()));
+          }
           const begin = performance.now();
           const err = await new Promise<grpc.ServiceError | null>((resolve) =>
             client.certify(
@@ -157,6 +179,8 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
         client.close();
       }
     }));
+    clearInterval(lagTimer);
+    lags.sort((a, b) => a - b);
     worker?.postMessage("stop");
     const floodSeconds = (performance.now() - floodBegin) / 1000;
     const flood = await floodDone;
@@ -166,6 +190,7 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
       goodErrors,
       flood,
       floodSeconds,
+      eventLoopLagP99Ms: lags.length > 0 ? percentile(lags, 99) : 0,
       apiReviews: api.reviews,
       apiMaxInFlight: api.maxInFlight,
       metrics: await registry.metrics(),

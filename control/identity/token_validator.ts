@@ -4,8 +4,9 @@
  * queue (round-robin per client key, each key's queue bounded, and a bound on all of them), so a
  * mass pod start or a retry storm cannot flood the API server, and one client sending many
  * tokens cannot keep everyone else's reviews waiting behind its own. A client whose tokens the
- * API server refused in the last minute is served after the others, and not from the last half of
- * the burst, until one of its tokens passes.
+ * API server refused in the last minute, or that already has HEAVY_CLIENT_REVIEWS reviews waiting
+ * or in flight, is served after the others and not from the last half of the burst: a flooder cannot
+ * take the turns or empty the burst that well-behaved clients would use.
  */
 import { parseServiceAccountUsername } from "../../proto/identity_name.ts";
 import type { Clock } from "../../proto/support/clock.ts";
@@ -65,6 +66,8 @@ export interface TokenValidatorOptions {
  */
 export const DEFAULT_MAX_QUEUED_PER_CLIENT = 200;
 
+/** Reviews waiting or in flight from which a client yields to the others (a flood's first wave). */
+export const HEAVY_CLIENT_REVIEWS = 8;
 /** How long a refused review keeps its client in the low-priority class. */
 export const SUSPECT_FOR_MS = 60_000;
 /** Clients remembered as suspect at most (oldest forgotten first), bounding the memory a flood can take. */
@@ -76,6 +79,8 @@ export class TokenValidator {
   readonly #queue: FairQueue;
   /** Client key → until when its reviews go in the low-priority class. */
   readonly #suspects = new Map<string, number>();
+  /** Client key → its reviews waiting or in flight. */
+  readonly #reviewing = new Map<string, number>();
 
   constructor(
     private readonly reviewer: TokenReviewer,
@@ -120,9 +125,12 @@ export class TokenValidator {
     const cancel = this.clock.after(this.opts.timeoutMs, () => deadline.abort());
     let result: TokenReviewResult;
     const begin = performance.now();
+    const pending = this.#reviewing.get(client) ?? 0;
+    this.#reviewing.set(client, pending + 1);
     try {
       try {
-        await this.#queue.acquire(client, deadline.signal, this.#isSuspect(client));
+        const yieldToOthers = this.#isSuspect(client) || pending >= HEAVY_CLIENT_REVIEWS;
+        await this.#queue.acquire(client, deadline.signal, yieldToOthers);
       } catch (e) {
         this.metrics?.tokenReviews.inc({ result: "throttled" });
         if (e instanceof QueueFullError && e.scope === "client") {
@@ -152,6 +160,9 @@ export class TokenValidator {
       });
     } finally {
       cancel();
+      const n = this.#reviewing.get(client)! - 1;
+      if (n === 0) this.#reviewing.delete(client);
+      else this.#reviewing.set(client, n);
     }
     this.metrics?.tokenReviewDuration.observe((performance.now() - begin) / 1000);
     try {

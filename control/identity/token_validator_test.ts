@@ -207,3 +207,38 @@ Deno.test("a client whose token the API server refused waits behind the others a
   );
   validator.close();
 });
+
+Deno.test("a client with many reviews in flight yields to the others before its answers are in", async () => {
+  const clock = new FakeClock();
+  const answers: Record<string, ReturnType<typeof serviceAccountToken>> = {};
+  for (let i = 0; i < 10; i++) answers[`big-${i}`] = serviceAccountToken("big", "big");
+  answers["small"] = serviceAccountToken("ns", "small");
+  const reviewer = new FakeReviewer(answers);
+  const validator = new TokenValidator(reviewer, {
+    audiences: ["identity.l5d.io"],
+    rateLimit: { ratePerSecond: 1, burst: 10, maxQueued: 100 }, // reserve: 5 slots
+    timeoutMs: 60_000,
+  }, clock);
+  reviewer.hold();
+  const big = Array.from({ length: 10 }, (_, i) => validator.validate(`big-${i}`, "big/big"));
+  await settle();
+  // 8 start from the burst; the 9th would need the reserve, so big waits while it has 8 in flight...
+  assert.equal(reviewer.calls.length, 8);
+  const small = validator.validate("small", "ns/small");
+  await settle();
+  // ...and a small client goes at once from the reserve.
+  assert.equal(reviewer.calls.at(-1)?.token, "small");
+  reviewer.release();
+  assert.equal((await small).serviceAccount, "small");
+  // The last two (low priority) wait until the bucket is back above the reserve: 6 slots at 1/s.
+  for (let i = 0; i < 5; i++) {
+    clock.advance(1000);
+    await settle();
+  }
+  assert.equal(reviewer.calls.length, 10);
+  clock.advance(1000);
+  await settle();
+  assert.equal(reviewer.calls.length, 11);
+  assert.equal((await Promise.all(big)).length, 10);
+  validator.close();
+});
