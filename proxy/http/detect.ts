@@ -7,12 +7,11 @@
  * that could still be the start of a request when reading stops count as HTTP, so a client cannot
  * dribble a request line past the timeout (or past 1024 bytes) to be forwarded as opaque TCP,
  * which would skip route authorization. Only a client that sends nothing within the timeout is
- * opaque on timeout (server-speaks-first protocols), and then still authorized per connection.
- * EOF before any byte is an error. The bytes read are put back on the socket, so the next layer
+ * opaque on timeout (server-speaks-first protocols), and then still authorized per connection;
+ * so is an undecided start the client ended with EOF. EOF before any byte is an error. The bytes read are put back on the socket, so the next layer
  * sees the stream from its start.
  */
 import type * as net from "node:net";
-import { peek } from "../transport/peek.ts";
 import { classifyRequestLine, NOT_REQUEST, REQUEST_LINE } from "./h1/request_line.ts";
 
 export type DetectedProtocol = "http2" | "http1" | "opaque";
@@ -34,12 +33,14 @@ export function detectHttp(bytes: Uint8Array): Classification {
 
 /**
  * The protocol of bytes that stopped arriving (timeout, or the read limit) while still
- * undecided: HTTP, never opaque, unless nothing arrived at all.
+ * undecided: HTTP, never opaque, unless nothing arrived at all. When the client ended its side
+ * (`ended`) the start can never become a request (no server acts on an unterminated request
+ * line), so it is opaque: a short message and a half-close (`hello`, EOF) still passes as TCP.
  */
-export function settle(bytes: Uint8Array): DetectedProtocol {
+export function settle(bytes: Uint8Array, ended = false): DetectedProtocol {
   const c = detectHttp(bytes);
   if (c !== "undecided") return c;
-  if (bytes.length === 0) return "opaque";
+  if (bytes.length === 0 || ended) return "opaque";
   return isPrefacePrefix(bytes) ? "http2" : "http1";
 }
 
@@ -61,10 +62,83 @@ export class DetectError extends Error {
   override name = "DetectError";
 }
 
+interface Peeked {
+  bytes: Uint8Array;
+  timedOut: boolean;
+  /** The client ended its side (EOF), which is left for the next reader to see. */
+  ended: boolean;
+}
+
 /**
- * Reads from `sock` until the bytes decide, 1024 are read or `timeoutMs` passes, and classifies
- * them; the bytes are unshifted back and the socket is left paused for the next reader. Rejects with DetectError when the connection ends
- * or fails before sending anything.
+ * Collects the first bytes of `sock` until `decide` holds, `max` bytes are read, the client's EOF
+ * arrives or the timeout passes; then pauses the socket and puts the bytes back. The EOF is held
+ * back while collecting (the socket's `push(null)` is intercepted) and delivered after the bytes
+ * are put back: once a stream has emitted `end` nothing can be put back, and the next reader
+ * (the forwarder, the HTTP server) would lose both the bytes and the half-close.
+ */
+function peekHoldingEof(
+  sock: net.Socket,
+  decide: (bytes: Uint8Array) => boolean,
+  max: number,
+  timeoutMs: number,
+): Promise<Peeked> {
+  return new Promise((resolve) => {
+    type Push = (chunk: unknown, encoding?: BufferEncoding) => boolean;
+    const target = sock as unknown as { push: Push };
+    const ownPush = Object.prototype.hasOwnProperty.call(sock, "push");
+    const push = target.push;
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    let done = false;
+    let eof = false;
+    const joined = () => {
+      if (chunks.length === 1) return chunks[0];
+      const out = new Uint8Array(total);
+      let off = 0;
+      for (const c of chunks) {
+        out.set(c, off);
+        off += c.length;
+      }
+      chunks.splice(0, chunks.length, out);
+      return out;
+    };
+    const finish = (timedOut: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.off("data", onData);
+      if (ownPush) target.push = push;
+      else delete (target as { push?: Push }).push;
+      sock.pause();
+      const bytes = total === 0 ? new Uint8Array(0) : joined();
+      if (bytes.length > 0) sock.unshift(bytes);
+      if (eof) push.call(sock, null);
+      resolve({ bytes, timedOut, ended: eof });
+    };
+    target.push = function (this: unknown, chunk: unknown, encoding?: BufferEncoding): boolean {
+      if (chunk === null && !done) {
+        eof = true;
+        finish(false);
+        return false;
+      }
+      return push.call(this, chunk, encoding);
+    };
+    const onData = (chunk: Uint8Array) => {
+      chunks.push(chunk);
+      total += chunk.length;
+      if (total >= max || decide(joined())) finish(false);
+    };
+    const timer = setTimeout(() => finish(true), timeoutMs);
+    sock.on("data", onData);
+    sock.resume();
+  });
+}
+
+/**
+ * Reads from `sock` until the bytes decide, 1024 are read, the client ends its side or
+ * `timeoutMs` passes, and classifies them; the bytes are put back and the socket is left paused
+ * for the next reader. Rejects with DetectError when the connection ends or fails before sending
+ * anything.
  */
 export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Detection> {
   return new Promise((resolve, reject) => {
@@ -76,7 +150,7 @@ export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Det
     };
     sock.once("close", onGone);
     sock.once("error", onGone);
-    peek(sock, (b) => detectHttp(b) !== "undecided", DETECT_READ_BYTES, timeoutMs).then((p) => {
+    peekHoldingEof(sock, (b) => detectHttp(b) !== "undecided", DETECT_READ_BYTES, timeoutMs).then((p) => {
       sock.off("close", onGone);
       sock.off("error", onGone);
       if (settled) return;
@@ -86,7 +160,7 @@ export function detectProtocol(sock: net.Socket, timeoutMs: number): Promise<Det
         return;
       }
       resolve({
-        protocol: settle(p.bytes),
+        protocol: settle(p.bytes, p.ended),
         timedOut: p.timedOut,
         bytes: p.bytes,
       });

@@ -163,7 +163,8 @@ Deno.test("detectHttp: random bytes are never HTTP (seeded fuzz, 200k buffers)",
 
 async function pair(): Promise<{ client: net.Socket; server: net.Socket; close: () => void }> {
   const accepted = Promise.withResolvers<net.Socket>();
-  const srv = net.createServer((s) => accepted.resolve(s));
+  // As the proxy listens: a client's half-close leaves the socket open.
+  const srv = net.createServer({ allowHalfOpen: true }, (s) => accepted.resolve(s));
   await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
   const client = net.connect({ host: "127.0.0.1", port: (srv.address() as net.AddressInfo).port });
   client.on("error", () => {});
@@ -257,6 +258,23 @@ Deno.test("detectProtocol: a request line dribbled past the timeout is HTTP/1, n
     assert.equal(d.protocol, "http1");
     p.client.write("in HTTP/1.1\r\n\r\n");
     assert.equal(await readN(p.server, 24), "PURGE /admin HTTP/1.1\r\n\r\n");
+  } finally {
+    p.close();
+  }
+});
+
+Deno.test("detectProtocol: a short undecided message then EOF is opaque (it can never become a request)", async () => {
+  const p = await pair();
+  try {
+    p.client.end("hello");
+    const d = await detectProtocol(p.server, 5000);
+    assert.equal(d.protocol, "opaque");
+    assert.equal(d.timedOut, false);
+    const ended = new Promise<void>((r) => p.server.once("end", () => r()));
+    assert.equal(await readN(p.server, 5), "hello", "the next reader gets the bytes");
+    await ended; // and the half-close, which the forwarder must pass on
+    assert.equal(settle(enc("hello"), true), "opaque");
+    assert.equal(settle(enc("hello")), "http1", "without EOF it could still become one");
   } finally {
     p.close();
   }
