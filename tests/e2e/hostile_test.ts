@@ -12,6 +12,8 @@ import {
   waitForReadyPods,
 } from "./lib/kube.ts";
 import { proxyReady } from "./lib/mesh.ts";
+import { Annotations } from "../../proto/annotations.ts";
+import { ProxyEnv } from "../../proto/env.ts";
 import {
   APP_PORT,
   appManifest,
@@ -51,26 +53,35 @@ Deno.test({
   fn: async () => {
     await requireMesh();
     await inNamespace("e2e-hostile-admin", { inject: true }, async (ns) => {
-      await apply(ns, appManifest({ name: "server", service: true }));
+      // The worst case: a pod that opted in to the shutdown endpoint (a Job's, say).
+      const optIn = { [Annotations.proxyAdminShutdown]: "enabled" };
+      await apply(ns, appManifest({ name: "server", service: true, podAnnotations: optIn }));
+      await apply(ns, appManifest({ name: "plain" }));
       await apply(ns, appManifest({ name: "client" }));
       await apply(ns, appManifest({ name: "outsider", podAnnotations: UNMESHED }));
       const [server] = await waitForReadyPods(ns, "app=server", 1);
+      const [plain] = await waitForReadyPods(ns, "app=plain", 1);
       const [client] = await waitForReadyPods(ns, "app=client", 1);
       const [outsider] = await waitForReadyPods(ns, "app=outsider", 1);
-      // The injector no longer turns the endpoint on unless the pod asks for it.
-      assert.equal(proxyEnv(server, "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED"), undefined);
-      const before = await restarts(ns, "app=server");
+      // The injector turns the endpoint on only for the pod that asked for it.
+      assert.equal(proxyEnv(server, ProxyEnv.shutdownEndpointEnabled), "true");
+      assert.equal(proxyEnv(plain, ProxyEnv.shutdownEndpointEnabled), undefined);
+      const before = await restarts(ns, "app in (server,plain)");
 
       // A well-behaved client keeps one connection open to the server through the whole attack.
       await startSession(client.status.podIP, `server.${ns}.svc.cluster.local:80`, 100);
-      const admin = `${server.status.podIP}:${PROXY_ADMIN_PORT}`;
       const shutdown = { method: "POST", path: "/shutdown" };
-      const fromMeshed = await fetchFrom(client.status.podIP, admin, 5, 3000, 100, shutdown);
-      const fromOutsider = await fetchFrom(outsider.status.podIP, admin, 5, 3000, 100, shutdown);
+      const admin = (pod: Json) => `${pod.status.podIP}:${PROXY_ADMIN_PORT}`;
+      const fromMeshed = await fetchFrom(client.status.podIP, admin(server), 5, 3000, 100, shutdown);
+      const fromOutsider = await fetchFrom(outsider.status.podIP, admin(server), 5, 3000, 100, shutdown);
+      const toPlain = await fetchFrom(outsider.status.podIP, admin(plain), 3, 3000, 100, shutdown);
       // Probes and Prometheus still reach the admin port from outside the pod.
       const probes = await Promise.all(
         ["/live", "/ready", "/metrics"].map(async (path) =>
-          [path, (await fetchFrom(outsider.status.podIP, admin, 1, 3000, 0, { path }))[0].status] as const
+          [
+            path,
+            (await fetchFrom(outsider.status.podIP, admin(server), 1, 3000, 0, { path }))[0].status,
+          ] as const
         ),
       );
       await new Promise((r) => setTimeout(r, 2000));
@@ -84,13 +95,11 @@ Deno.test({
           `POST /shutdown from a ${who} was accepted: ${JSON.stringify(answers)}`,
         );
       }
-      // Straight to the admin port, the refusal is an explicit 403 (not a dropped connection).
-      assert.ok(
-        fromOutsider.every((a) => a.status === 403),
-        `from an unmeshed pod: ${JSON.stringify(byPod(fromOutsider))} ${JSON.stringify(fromOutsider[0])}`,
-      );
+      // Straight to the admin port, the refusal is explicit: 403 where enabled, 404 where not.
+      assert.deepEqual(fromOutsider.map((a) => a.status), [403, 403, 403, 403, 403]);
+      assert.deepEqual(toPlain.map((a) => a.status), [404, 404, 404]);
       assert.deepEqual(Object.fromEntries(probes), { "/live": 200, "/ready": 200, "/metrics": 200 });
-      assert.deepEqual(await restarts(ns, "app=server"), before, "the server's containers restarted");
+      assert.deepEqual(await restarts(ns, "app in (server,plain)"), before, "a proxy restarted");
       assert.ok(stats.ok >= 10, `the well-behaved session made too few requests: ${JSON.stringify(stats)}`);
       assert.equal(
         stats.failed,
