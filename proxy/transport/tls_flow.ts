@@ -7,8 +7,10 @@
  * handle directly.
  *
  * So the TLS socket is put on a JS Duplex over the raw socket, which the wrapper can only read
- * through us: while the TLS socket is paused by its consumer, the raw socket is paused too and TCP
- * holds the sender back. Writes go straight to the raw socket, whose 'drain' is honest.
+ * through us. The raw socket is paused, and TCP holds the sender back, while the TLS socket is
+ * paused by its consumer or has a full read buffer (nobody reading it yet, or a consumer using
+ * read()); it resumes when the TLS socket resumes or asks for more (its _read). Writes go straight
+ * to the raw socket, whose 'drain' is honest.
  */
 import { Duplex } from "node:stream";
 import type * as net from "node:net";
@@ -16,14 +18,18 @@ import type * as net from "node:net";
 /** A Duplex carrying `raw`'s bytes; `gate()` ties its reading to a TLS socket's flow state. */
 export class GatedTransport extends Duplex {
   readonly raw: net.Socket;
-  /** Paused by the TLS socket's consumer (not by the wrapper: it never pauses its transport). */
+  /** The TLS socket's reader wants no more for now (the wrapper itself never says so). */
   #held = false;
+  #tls: Duplex | undefined = undefined;
 
   constructor(raw: net.Socket) {
     super({ allowHalfOpen: true });
     this.raw = raw;
     raw.on("data", (c: Uint8Array) => {
       if (!this.push(c)) raw.pause();
+      const t = this.#tls;
+      // Decrypted bytes land in the TLS socket a little later: this sees the previous chunk's.
+      if (t !== undefined && t.readableLength >= t.readableHighWaterMark) this.#hold();
     });
     raw.on("end", () => this.push(null));
     raw.on("error", (e) => this.destroy(e));
@@ -32,19 +38,32 @@ export class GatedTransport extends Duplex {
     });
   }
 
-  /** Pauses `raw` whenever `tlsSocket` is paused by its reader, and resumes it with it. */
+  /** Ties reading `raw` to `tlsSocket`'s reader (after the handshake, which must read freely). */
   gate(tlsSocket: Duplex): void {
+    this.#tls = tlsSocket;
     // The two live and die together, whichever the wrapper or its user closes first.
     tlsSocket.once("close", () => this.destroy());
     this.once("close", () => tlsSocket.destroy());
-    tlsSocket.on("pause", () => {
-      this.#held = true;
-      this.raw.pause();
-    });
-    tlsSocket.on("resume", () => {
-      this.#held = false;
-      this.raw.resume();
-    });
+    tlsSocket.on("pause", () => this.#hold());
+    tlsSocket.on("resume", () => this.#release());
+    // A Readable calls _read when its buffer has room and someone reads: the moment to go on.
+    const read = tlsSocket._read;
+    tlsSocket._read = (n: number) => {
+      this.#release();
+      read.call(tlsSocket, n);
+    };
+    if (tlsSocket.readableLength >= tlsSocket.readableHighWaterMark) this.#hold();
+  }
+
+  #hold(): void {
+    this.#held = true;
+    this.raw.pause();
+  }
+
+  #release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.raw.resume();
   }
 
   override _read(): void {

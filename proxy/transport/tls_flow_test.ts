@@ -144,3 +144,49 @@ Deno.test("hostile: a mesh TLS server flooding a paused client socket is held ba
     await new Promise((r) => srv.close(r));
   }
 });
+
+Deno.test("hostile: a mesh TLS peer flooding a socket nobody has started reading is held back by TCP", async () => {
+  const server = await mesh(B);
+  const client = await mesh(A);
+  // The proxy sometimes holds an accepted TLS socket before anyone reads it (policy lookup,
+  // connecting upstream); it stays unread here for the whole window.
+  const held: net.Socket[] = [];
+  let first = true;
+  const srv = net.createServer({ allowHalfOpen: true }, async (raw) => {
+    const t = await server.accept(raw, [], 2000);
+    if (first) {
+      first = false;
+      held.push(t.socket);
+    } else {
+      t.socket.on("data", (d) => t.socket.write(d));
+      t.socket.on("end", () => t.socket.end());
+    }
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as net.AddressInfo).port;
+  try {
+    const { socket } = await client.connect({
+      host: "127.0.0.1",
+      port,
+      serverName: B,
+      expectedIdentity: B,
+      timeoutMs: 2000,
+    });
+    const f = flood(socket);
+    await sleep(WINDOW_MS);
+    const sent = f.sent();
+    f.stop();
+    console.log(`flooding client got ${(sent / 1048576).toFixed(1)} MiB in to an unread socket`);
+    assert.ok(sent < BOUND, `the unread side took ${sent} bytes`);
+    // Starting to read gets the bytes flowing.
+    let got = 0;
+    held[0].on("data", (d: Uint8Array) => got += d.length);
+    await sleep(200);
+    assert.ok(got > 0, "no bytes arrived once the socket was read");
+    assert.equal(await echoOnce(client, port, "still here"), "still here");
+    socket.destroy();
+    held[0].destroy();
+  } finally {
+    await new Promise((r) => srv.close(r));
+  }
+});
