@@ -335,6 +335,17 @@ Deno.test({
       const [first] = await wire(7008, [now("invalid from the start", get("/"))]);
       assert.equal(first.status, 403, `never the default (allow-all) policy: ${JSON.stringify(first)}`);
 
+      // A TCP connection established under the valid policy, still sending when it turns invalid.
+      const established = wire(7005, [{
+        name: "established",
+        pieces: [{ afterMs: 0, data: "one\n" }, { afterMs: 8000, data: "two\n" }],
+        readMs: 2000,
+      }]);
+      await until(
+        "the established connection",
+        async () => metric(await metrics(), "tcp_open_connections", { srv_name: "echo-5" }) >= 1 || undefined,
+      );
+
       cp.setServer(WL_B, 7003, badRegex);
       cp.setServer(WL_B, 7005, unknownAuthn);
       const during = await until("the invalid policies to apply", async () => {
@@ -344,6 +355,12 @@ Deno.test({
       assert.equal(during.tcp.data, "", "the TCP connection is refused");
       assert.ok(during.tcp.closed);
       assert.equal(during.bystander.status, 200, "the valid port keeps serving the same client");
+      const [open] = await established;
+      assert.ok(open.data.includes("one") && !open.data.includes("two"), JSON.stringify(open));
+      assert.ok(
+        open.closed,
+        `the established connection is closed by the policy change: ${JSON.stringify(open)}`,
+      );
       const m = await metrics();
       const invalid = (port: number, reason: string) =>
         metric(m, "inbound_policy_invalid", { port: String(port), reason });
@@ -354,6 +371,7 @@ Deno.test({
       );
       assert.equal(invalid(7005, "authentication"), 1);
       assert.equal(invalid(7008, "network"), 1);
+      assert.equal(metric(m, "inbound_tcp_authz_terminate_total", { srv_name: "invalid" }), 1);
       assert.ok(metric(m, "inbound_policy_invalid_total", { port: "7003", reason: "route_match" }) >= 1);
       const log = await Deno.readTextFile(`${work}/proxy-b.log`);
       assert.match(

@@ -262,6 +262,34 @@ Deno.test("inbound policy: an invalid update replaces the permissive one (no sta
   }
 });
 
+Deno.test("inbound policy: change listeners see every new state until their handle is released", () => {
+  const s = scripted();
+  const w = new SharedWatch<number, Server, InboundPortPolicy>({
+    name: "inbound_policy",
+    keyOf: (p) => String(p),
+    open: s.open,
+    reduce: inboundPolicyReducer(new InboundPolicyMetrics(new Registry()), undefined),
+    terminalCodes: new Set([3]),
+    idleMs: 10,
+    backoff: { minMs: 5, maxMs: 10, jitter: 0 },
+  });
+  const a = w.subscribe(9000), b = w.subscribe(9000);
+  const seen: string[] = [];
+  a.onChange((p) => seen.push(`a:${p.serverName}`));
+  const off = b.onChange((p) => seen.push(`b:${p.serverName}`));
+  try {
+    s.push(server());
+    off();
+    s.push(BAD[0][1]);
+    a.release();
+    s.push(server());
+    assert.deepEqual(seen, ["a:web", "b:web", "a:invalid"]);
+  } finally {
+    b.release();
+    w.close();
+  }
+});
+
 Deno.test("inbound policy: an invalid first message denies (it never falls back to the default policy)", () => {
   const metrics = new InboundPolicyMetrics(new Registry());
   const s = scripted();

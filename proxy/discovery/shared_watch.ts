@@ -33,6 +33,11 @@ export interface WatchHandle<S> {
   openedAt: number;
   /** Resolves with the view once there is state or a final status, or after `timeoutMs`. */
   ready(timeoutMs: number): Promise<WatchView<S>>;
+  /**
+   * Calls `listener` with each new state (synchronously, as a message is folded in); returns the
+   * unsubscribe function. Released with the handle.
+   */
+  onChange(listener: (state: S) => void): () => void;
   release(): void;
 }
 
@@ -61,6 +66,7 @@ interface Entry<K, S> {
   abort: AbortController;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
   waiters: Set<() => void>;
+  listeners: Set<(state: S) => void>;
 }
 
 export class SharedWatch<K, M, S> {
@@ -89,6 +95,7 @@ export class SharedWatch<K, M, S> {
         abort: new AbortController(),
         idleTimer: undefined,
         waiters: new Set(),
+        listeners: new Set(),
       };
       this.#entries.set(id, e);
       if (!this.#closed) this.#run(id, e);
@@ -100,6 +107,7 @@ export class SharedWatch<K, M, S> {
       entry.idleTimer = undefined;
     }
     let released = false;
+    const mine = new Set<(state: S) => void>();
     return {
       current: () => entry.view,
       openedAt: entry.openedAt,
@@ -117,9 +125,20 @@ export class SharedWatch<K, M, S> {
           entry.waiters.add(done);
         });
       },
+      onChange: (listener) => {
+        if (released) return () => {};
+        mine.add(listener);
+        entry.listeners.add(listener);
+        return () => {
+          mine.delete(listener);
+          entry.listeners.delete(listener);
+        };
+      },
       release: () => {
         if (released) return;
         released = true;
+        for (const l of mine) entry.listeners.delete(l);
+        mine.clear();
         if (--entry.refs === 0 && this.#entries.get(id) === entry) {
           entry.idleTimer = setTimeout(() => this.#evict(id, entry), this.#opts.idleMs);
         }
@@ -155,6 +174,13 @@ export class SharedWatch<K, M, S> {
         first = false;
         attempt = 0;
         this.#wake(e);
+        for (const l of [...e.listeners]) {
+          try {
+            l(e.view.state as S);
+          } catch (err) {
+            o.onEvent?.("message", id, `change listener failed: ${(err as Error).message}`);
+          }
+        }
       });
       if (e.abort.signal.aborted) return;
       if (o.terminalCodes.has(end.code)) {

@@ -370,11 +370,30 @@ export class Inbound {
       authz_name: decision.authzName,
       target_addr: target,
     });
+    // As in Linkerd: an established connection that the port's policy no longer permits (a
+    // changed or uncompilable Server) is closed, so no stale permission outlives an update.
+    const watch = o.discovery.inbound.subscribe(port);
+    watch.onChange((now) => {
+      if (authorize(now, { clientIp, tls: clientTls }).allow) return;
+      o.metrics.authzTerminate.inc({
+        srv_kind: now.serverKind,
+        srv_name: now.serverName,
+        tls: tlsLabels.tls,
+        client_id: tlsLabels.client_id ?? "",
+        target_addr: target,
+      });
+      o.log("info", `inbound ${clientIp} → ${target} closed: server ${now.serverName} no longer permits it`);
+      downstream.destroy();
+      upstream.destroy();
+    });
     downstream.resume();
     forward(downstream, upstream, {
       aToB: rec.read,
       bToA: rec.write,
-      closed: (e) => rec.close(e?.code),
+      closed: (e) => {
+        watch.release();
+        rec.close(e?.code);
+      },
     });
   }
 }

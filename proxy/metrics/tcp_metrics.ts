@@ -66,6 +66,7 @@ export class TcpMetrics {
   readonly writeBytes: Counter;
   readonly authzAllow: Counter;
   readonly authzDeny: Counter;
+  readonly authzTerminate: Counter;
   readonly inboundErrors: Counter;
   readonly outboundErrors: Counter;
   readonly live = new Set<ConnRecord>();
@@ -116,6 +117,12 @@ export class TcpMetrics {
     this.authzDeny = new Counter({
       name: "inbound_tcp_authz_deny_total",
       help: "Inbound connections refused because no authorization permits them",
+      labelNames: ["srv_kind", "srv_name", "tls", "client_id", "target_addr"],
+      registers,
+    });
+    this.authzTerminate = new Counter({
+      name: "inbound_tcp_authz_terminate_total",
+      help: "Inbound connections closed because a policy change no longer permits them",
       labelNames: ["srv_kind", "srv_name", "tls", "client_id", "target_addr"],
       registers,
     });
