@@ -29,6 +29,8 @@ const deno = Deno.execPath();
 const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
 const TCP_PORT = 7090;
 const HTTP_PORT = 7091;
+/** The same HTTP/1 server, announced with the h2 hint: the proxies carry it over HTTP/2. */
+const HTTP_H2_HOP_PORT = 7092;
 /** Allowed growth of a proxy's resident memory during a stall. Kernel buffers hold the rest. */
 const RSS_BOUND_MIB = 128;
 /** How long the stall is watched. */
@@ -94,8 +96,13 @@ Deno.test({
     uidDeno = await denoForUid(DEFAULT_PROXY_UID);
     const wlB = '{"ns":"default","pod":"b"}';
     cp.tables.endpoints.set(`${B.ip}:${TCP_PORT}`, [meshedEndpoint(B.ip, TCP_PORT, ID("b"))]);
-    // No h2 hint: the hop between the proxies stays HTTP/1 (HTTP/2 slow readers are tested apart).
+    // No h2 hint on HTTP_PORT: the hop between the proxies stays HTTP/1. HTTP_H2_HOP_PORT has it, as
+    // Linkerd announces meshed pods, so the same HTTP/1 traffic crosses the proxies' HTTP/2 hop.
     cp.tables.endpoints.set(`${B.ip}:${HTTP_PORT}`, [meshedHttpEndpoint(B.ip, HTTP_PORT, ID("b"), false)]);
+    cp.tables.endpoints.set(`${B.ip}:${HTTP_H2_HOP_PORT}`, [
+      meshedHttpEndpoint(B.ip, HTTP_H2_HOP_PORT, ID("b")),
+    ]);
+    cp.tables.servers.set(`${wlB}|${HTTP_H2_HOP_PORT}`, httpServer);
     cp.tables.servers.set(`${wlB}|${TCP_PORT}`, opaqueServer);
     cp.tables.servers.set(`${wlB}|${HTTP_PORT}`, httpServer);
     await cp.start();
@@ -195,7 +202,17 @@ Deno.test({
       }
       net!.spawn(
         "b",
-        [deno, "run", "-A", "--cached-only", slowApp, "serve", String(TCP_PORT), String(HTTP_PORT)],
+        [
+          deno,
+          "run",
+          "-A",
+          "--cached-only",
+          slowApp,
+          "serve",
+          String(TCP_PORT),
+          String(HTTP_PORT),
+          String(HTTP_H2_HOP_PORT),
+        ],
         {},
         `${work}/serve-b.log`,
       );
@@ -209,7 +226,7 @@ Deno.test({
           trustAnchorsPem: ca.certPem,
           workDir: work,
           uidDeno: uidDeno!,
-          inboundPorts: `${TCP_PORT},${HTTP_PORT}`,
+          inboundPorts: `${TCP_PORT},${HTTP_PORT},${HTTP_H2_HOP_PORT}`,
           env: { [ProxyEnv.outboundDiscoveryIdleTimeout]: "60s" },
           logFile: `${work}/proxy-${pod}.log`,
         });
@@ -236,13 +253,30 @@ Deno.test({
         await underStall("http1-response", "http", HTTP_PORT);
       })) || failed;
 
-    failed = !(await t.step("hostile: slow reader app never reads an HTTP/1 upload", async () => {
-      const { log } = await underStall("http1-upload", "upload", HTTP_PORT);
+    const upload = async (name: string, port: number) => {
+      const { log } = await underStall(name, "upload", port);
       const uploaded = log.trim().split("\n").map((l) => JSON.parse(l).uploaded as number);
       const last = uploaded[uploaded.length - 1] / 1048576;
-      console.log(`http1-upload: the network took ${last.toFixed(1)} MiB of the 1 GiB body`);
+      console.log(`${name}: the network took ${last.toFixed(1)} MiB of the 1 GiB body`);
       assert.ok(last < UPLOAD_BOUND_MIB, `the upload got ${last.toFixed(1)} MiB in: nothing held it back`);
+    };
+    failed = !(await t.step("hostile: slow reader app never reads an HTTP/1 upload", async () => {
+      await upload("http1-upload", HTTP_PORT);
     })) || failed;
+
+    failed = !(await t.step(
+      "hostile: slow reader of an HTTP/1 response body carried over the proxies' HTTP/2 hop",
+      async () => {
+        await underStall("http1-over-h2-response", "http", HTTP_H2_HOP_PORT);
+      },
+    )) || failed;
+
+    failed = !(await t.step(
+      "hostile: slow reader app never reads an HTTP/1 upload carried over the proxies' HTTP/2 hop",
+      async () => {
+        await upload("http1-over-h2-upload", HTTP_H2_HOP_PORT);
+      },
+    )) || failed;
   } catch (e) {
     failed = true;
     throw e;

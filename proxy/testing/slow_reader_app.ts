@@ -1,7 +1,8 @@
 /**
  * Programs for the slow-reader tests, run inside network-namespace pods. Each prints JSON lines.
  *
- *   serve <tcpPort> <httpPort>   TCP: after the client's first bytes, streams 1 GiB (for at most
+ *   serve <tcpPort> <httpPort>...
+ *                                TCP: after the client's first bytes, streams 1 GiB (for at most
  *                                60 s). HTTP/1: GET /big streams 1 GiB with a Content-Length,
  *                                GET /small answers "ok", POST /sink never reads its body and
  *                                answers only when the client goes away.
@@ -100,7 +101,7 @@ async function stall(kind: string, host: string, port: number, seconds: number):
 const [mode, ...args] = Deno.args;
 switch (mode) {
   case "serve":
-    serveHttp(Number(args[1]));
+    for (const port of args.slice(1)) serveHttp(Number(port));
     print({ listening: true });
     await serveTcp(Number(args[0]));
     break;
