@@ -3,7 +3,7 @@
  * bench: a real identity gRPC server on 127.0.0.1 whose TokenReviews go through
  * KubeTokenReviewer to an HTTP stand-in of the API server (with a latency), well-behaved proxies
  * (each its own ServiceAccount, token, CSR and channel) certifying in turn, and optionally one
- * flooder in a Worker. Returns what each side saw.
+ * flooder (a Worker, or a niced process). Returns what each side saw.
  */
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
@@ -33,6 +33,12 @@ export interface ScenarioOptions {
   floodConcurrency: number;
   /** Connections the flooder spreads them over. */
   floodConnections: number;
+  /**
+   * Where the flooder runs: a Worker of this process (its client work competes with the server for
+   * CPU at equal priority), or a process under `nice -n 19` (standing in for a flooder on another
+   * node). Default "worker".
+   */
+  floodIn?: "worker" | "niced-process";
   /** Upper bound on the flooder's calls. */
   floodMaxCalls: number;
   /** How long the flood runs before the proxies start. */
@@ -54,6 +60,8 @@ export interface ScenarioResult {
    * the part of their latency that is CPU contention rather than waiting for a TokenReview.
    */
   eventLoopLagP99Ms: number;
+  /** Main-thread CPU per wall second while the proxies certified (1 = a whole core), if known. */
+  mainThreadCpuShare?: number;
   /** Reviews the API stand-in answered, and the most at once. */
   apiReviews: number;
   apiMaxInFlight: number;
@@ -61,6 +69,20 @@ export interface ScenarioResult {
 }
 
 const AUDIENCE = "identity.l5d.io";
+
+/**
+ * CPU seconds of this process's main thread (the server, the proxies' clients and the API stand-in;
+ * not the flooder's Worker), from /proc; undefined where that is not readable.
+ */
+function mainThreadCpuSeconds(): number | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/self/task/${Deno.pid}/stat`);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in USER_HZ (100)
+  } catch {
+    return undefined;
+  }
+}
 
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -114,36 +136,25 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
   });
   const server = await serveIdentityGrpc({ service, registry, address: "127.0.0.1:0" });
 
-  let worker: Worker | undefined;
-  let floodDone: Promise<FloodResult> | undefined;
+  let flooder: Flooder | undefined;
   let floodBegin = performance.now();
   const goodLatenciesMs: number[] = [];
   const goodErrors: string[] = [];
   try {
     if (opts.floodConcurrency > 0) {
-      worker = new Worker(new URL("./certify_flood_worker.ts", import.meta.url), { type: "module" });
-      const w = worker;
-      let started!: () => void;
-      const floodStarted = new Promise<void>((r) => started = r);
-      floodDone = new Promise<FloodResult>((resolve, reject) => {
-        w.onmessage = (e: MessageEvent<FloodResult | "started">) =>
-          e.data === "started" ? started() : resolve(e.data);
-        w.onerror = (e) => {
-          e.preventDefault();
-          reject(new Error(`flood worker: ${e.message}`));
-        };
-      });
       const start: FloodOptions = {
         port: server.port,
         concurrency: opts.floodConcurrency,
         connections: opts.floodConnections,
         maxCalls: opts.floodMaxCalls,
       };
-      w.postMessage(start);
-      await Promise.race([floodStarted, floodDone]);
+      flooder = opts.floodIn === "niced-process" ? startProcessFlooder(start) : startWorkerFlooder(start);
+      await Promise.race([flooder.started, flooder.done]);
       floodBegin = performance.now();
       await new Promise((r) => setTimeout(r, opts.floodLeadMs));
     }
+    const cpu0 = mainThreadCpuSeconds();
+    const wall0 = performance.now();
     const lags: number[] = [];
     let expected = performance.now() + 10;
     const lagTimer = setInterval(() => {
@@ -180,10 +191,14 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
       }
     }));
     clearInterval(lagTimer);
+    const cpu1 = mainThreadCpuSeconds();
+    const mainThreadCpuShare = cpu0 !== undefined && cpu1 !== undefined
+      ? (cpu1 - cpu0) / ((performance.now() - wall0) / 1000)
+      : undefined;
     lags.sort((a, b) => a - b);
-    worker?.postMessage("stop");
+    flooder?.stop();
     const floodSeconds = (performance.now() - floodBegin) / 1000;
-    const flood = await floodDone;
+    const flood = await flooder?.done;
     goodLatenciesMs.sort((a, b) => a - b);
     return {
       goodLatenciesMs,
@@ -191,14 +206,85 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
       flood,
       floodSeconds,
       eventLoopLagP99Ms: lags.length > 0 ? percentile(lags, 99) : 0,
+      mainThreadCpuShare,
       apiReviews: api.reviews,
       apiMaxInFlight: api.maxInFlight,
       metrics: await registry.metrics(),
     };
   } finally {
-    worker?.terminate();
+    await flooder?.kill();
     await server.close(1000);
     validator.close();
     await api.close();
   }
+}
+
+interface Flooder {
+  /** Resolves once the flooder's calls go out. */
+  started: Promise<void>;
+  /** The flooder's tally, after stop(). */
+  done: Promise<FloodResult>;
+  stop(): void;
+  kill(): Promise<void>;
+}
+
+function startWorkerFlooder(start: FloodOptions): Flooder {
+  const w = new Worker(new URL("./certify_flood_worker.ts", import.meta.url), { type: "module" });
+  let started!: () => void;
+  const startedP = new Promise<void>((r) => started = r);
+  const done = new Promise<FloodResult>((resolve, reject) => {
+    w.onmessage = (e: MessageEvent<FloodResult | "started">) =>
+      e.data === "started" ? started() : resolve(e.data);
+    w.onerror = (e) => {
+      e.preventDefault();
+      reject(new Error(`flood worker: ${e.message}`));
+    };
+  });
+  w.postMessage(start);
+  return {
+    started: startedP,
+    done,
+    stop: () => w.postMessage("stop"),
+    kill: () => Promise.resolve(w.terminate()),
+  };
+}
+
+function startProcessFlooder(start: FloodOptions): Flooder {
+  const main = new URL("./certify_flood_main.ts", import.meta.url).pathname;
+  const child = new Deno.Command("nice", {
+    args: ["-n", "19", Deno.execPath(), "run", "-A", main, JSON.stringify(start)],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  const nextLine = async (): Promise<string> => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`flood process ended: ${buffered}`);
+      buffered += value;
+    }
+    const i = buffered.indexOf("\n");
+    const line = buffered.slice(0, i);
+    buffered = buffered.slice(i + 1);
+    return line;
+  };
+  const startedP = nextLine().then((l) => {
+    if (l !== "started") throw new Error(`flood process said ${l}`);
+  });
+  const done = startedP.then(nextLine).then((l) => JSON.parse(l) as FloodResult);
+  done.catch(() => {});
+  return {
+    started: startedP,
+    done,
+    stop: () => void child.stdin.close().catch(() => {}),
+    kill: async () => {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await lines.cancel().catch(() => {});
+      await child.status;
+    },
+  };
 }

@@ -5,7 +5,8 @@
  * with a local (instant) token validator. Per core = per CPU-second of this process, so the
  * figure does not depend on how busy the shared machine is. Then, repeated: Certify p99 of
  * well-behaved proxies with TokenReviews over HTTP to an API-server stand-in, alone and while one
- * client floods junk and foreign tokens (certify_scenario.ts). Last line: one JSON object.
+ * client floods junk and foreign tokens from a niced process or from a Worker of this process
+ * (certify_scenario.ts). Last line: one JSON object.
  */
 import { cpuUsage } from "node:process";
 import { createSign, createVerify, generateKeyPairSync } from "node:crypto";
@@ -15,7 +16,12 @@ import { IdentityClient } from "../../../proto/gen/identity.ts";
 import { systemClock } from "../../../proto/support/clock.ts";
 import { parseCsr, VerifiedCsrCache } from "../csr.ts";
 import { serveIdentityGrpc } from "../grpc_server.ts";
-import { percentile as pct, runCertifyScenario, type ScenarioOptions } from "../certify_scenario.ts";
+import {
+  percentile as pct,
+  runCertifyScenario,
+  type ScenarioOptions,
+  type ScenarioResult,
+} from "../certify_scenario.ts";
 import { CertifyService } from "../service.ts";
 import { csrFor, identityOf, makeCa } from "../test_pki.ts";
 
@@ -122,9 +128,11 @@ console.log(
 console.log(
   `fresh-CSR issuance is ${(fresh.perCore / baseline.perCore).toFixed(2)}x the bare verify+sign baseline`,
 );
-// Well-behaved proxies' Certify p99, without and with one flooding client, alternating in each
-// round so both see the same machine load. TokenReview settings are the controller's defaults.
-const scenario = (floodConcurrency: number): ScenarioOptions => ({
+// Well-behaved proxies' Certify p99 alone and with one flooding client, the flooder either a
+// Worker of this process (its client work competes for the same 2 cores at equal priority) or a
+// process under `nice -n 19` (standing in for a flooder on another node); the three alternate in
+// each round so they see the same machine load. TokenReview settings are the controller's defaults.
+const scenario = (floodConcurrency: number, floodIn: "worker" | "niced-process"): ScenarioOptions => ({
   proxies: 8,
   certifiesPerProxy: 25,
   // Each proxy every 400 ms: 20 Certify/s in all, under the 50/s review rate, so the figure shows
@@ -132,6 +140,7 @@ const scenario = (floodConcurrency: number): ScenarioOptions => ({
   proxyIntervalMs: 400,
   floodConcurrency,
   floodConnections: 8,
+  floodIn,
   floodMaxCalls: 1_000_000,
   floodLeadMs: 500,
   reviewLatencyMs: 10,
@@ -141,41 +150,52 @@ const scenario = (floodConcurrency: number): ScenarioOptions => ({
     timeoutMs: 10_000,
   },
 });
-const quiet: number[] = [];
-const flooded: number[] = [];
-const lagQuiet: number[] = [];
-const lagFlooded: number[] = [];
-let floodCalls = 0;
-let floodSeconds = 0;
-for (let round = 0; round < FLOOD_ROUNDS; round++) {
-  const alone = await runCertifyScenario(scenario(0));
-  const under = await runCertifyScenario(scenario(64));
-  floodSeconds += under.floodSeconds;
-  for (const r of [alone, under]) {
-    if (r.goodErrors.length > 0) throw new Error(`well-behaved Certify failed: ${r.goodErrors[0]}`);
-  }
-  quiet.push(pct(alone.goodLatenciesMs, 99));
-  flooded.push(pct(under.goodLatenciesMs, 99));
-  lagQuiet.push(alone.eventLoopLagP99Ms);
-  lagFlooded.push(under.eventLoopLagP99Ms);
-  floodCalls += under.flood!.calls;
-  console.log(
-    `round ${round + 1}: well-behaved Certify p99 ${quiet.at(-1)!.toFixed(1)} ms alone, ` +
-      `${flooded.at(-1)!.toFixed(1)} ms while one client floods (${under.flood!.calls} calls: ` +
-      `${JSON.stringify(under.flood!.byCode)}; ${under.apiReviews} TokenReviews sent); server event-loop ` +
-      `lag p99 ${alone.eventLoopLagP99Ms.toFixed(1)} ms alone, ${
-        under.eventLoopLagP99Ms.toFixed(1)
-      } ms flooded`,
-  );
-}
+const share = (r: ScenarioResult) =>
+  r.mainThreadCpuShare === undefined ? "?" : `${(r.mainThreadCpuShare * 100).toFixed(0)}%`;
+// The server thread's extra CPU under the flood, per flood call: what refusing one costs it.
+const perFloodCall = (alone: ScenarioResult, under: ScenarioResult) => {
+  if (alone.mainThreadCpuShare === undefined || under.mainThreadCpuShare === undefined) return undefined;
+  return ((under.mainThreadCpuShare - alone.mainThreadCpuShare) * 1e6) / floodRate(under);
+};
+const floodRate = (r: ScenarioResult) => r.flood!.calls / r.floodSeconds;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs: number[]) => [Math.min(...xs), Math.max(...xs)].map((x) => Number(x.toFixed(1)));
+const kinds = ["alone", "niced", "worker"] as const;
+const p99s: Record<(typeof kinds)[number], number[]> = { alone: [], niced: [], worker: [] };
+const rates: Record<"niced" | "worker", number[]> = { niced: [], worker: [] };
+const perCall: number[] = [];
+for (let round = 0; round < FLOOD_ROUNDS; round++) {
+  const alone = await runCertifyScenario(scenario(0, "worker"));
+  const niced = await runCertifyScenario(scenario(64, "niced-process"));
+  const worker = await runCertifyScenario(scenario(64, "worker"));
+  for (const r of [alone, niced, worker]) {
+    if (r.goodErrors.length > 0) throw new Error(`well-behaved Certify failed: ${r.goodErrors[0]}`);
+  }
+  p99s.alone.push(pct(alone.goodLatenciesMs, 99));
+  p99s.niced.push(pct(niced.goodLatenciesMs, 99));
+  p99s.worker.push(pct(worker.goodLatenciesMs, 99));
+  rates.niced.push(floodRate(niced));
+  rates.worker.push(floodRate(worker));
+  for (const r of [niced, worker]) {
+    const c = perFloodCall(alone, r);
+    if (c !== undefined) perCall.push(c);
+  }
+  const line = (name: string, r: ScenarioResult) =>
+    `${name} p99 ${pct(r.goodLatenciesMs, 99).toFixed(1)} ms` +
+    (r.flood ? ` (flood ${floodRate(r).toFixed(0)} calls/s, ${r.apiReviews} TokenReviews)` : "") +
+    ` [server loop lag p99 ${r.eventLoopLagP99Ms.toFixed(1)} ms, CPU ${share(r)}]`;
+  console.log(
+    `round ${round + 1}: well-behaved Certify ${line("alone", alone)}; ${line("niced flooder", niced)}; ` +
+      `${line("Worker flooder", worker)}`,
+  );
+}
+const fig = (xs: number[]) => `${median(xs).toFixed(1)} ms [${range(xs).join("-")}]`;
 console.log(
-  `well-behaved Certify p99 over ${FLOOD_ROUNDS} rounds (8 proxies x 25 at 20/s in all, TokenReview 10 ms, 50/s): ` +
-    `alone median ${median(quiet).toFixed(1)} ms [${range(quiet).join("-")}], ` +
-    `flooded median ${median(flooded).toFixed(1)} ms [${range(flooded).join("-")}], ` +
-    `flood ~${(floodCalls / floodSeconds).toFixed(0)} calls/s; event-loop lag p99 median ` +
-    `${median(lagQuiet).toFixed(1)} ms alone, ${median(lagFlooded).toFixed(1)} ms flooded`,
+  `well-behaved Certify p99, median [range] of ${FLOOD_ROUNDS} rounds (8 proxies x 25 at 20/s in all, ` +
+    `TokenReview 10 ms at 50/s): alone ${fig(p99s.alone)}; one client flooding from a niced process ` +
+    `(~${median(rates.niced).toFixed(0)} calls/s) ${fig(p99s.niced)}; from a Worker at equal priority ` +
+    `(~${median(rates.worker).toFixed(0)} calls/s) ${fig(p99s.worker)}; server CPU per refused flood call ` +
+    `~${perCall.length > 0 ? median(perCall).toFixed(0) : "?"} µs`,
 );
 
 console.log(JSON.stringify({
@@ -187,12 +207,14 @@ console.log(JSON.stringify({
   grpc_certify_per_s: Math.round(rpcPerS),
   certify_p50_ms: Number(percentile(latencies, 50).toFixed(3)),
   certify_p99_ms: Number(percentile(latencies, 99).toFixed(3)),
-  certify_p99_ms_with_review_median: Number(median(quiet).toFixed(1)),
-  certify_p99_ms_with_review_range: range(quiet),
-  certify_p99_ms_flooded_median: Number(median(flooded).toFixed(1)),
-  certify_p99_ms_flooded_range: range(flooded),
-  flood_calls_per_s: Math.round(floodCalls / floodSeconds),
-  event_loop_lag_p99_ms_median: Number(median(lagQuiet).toFixed(1)),
-  event_loop_lag_p99_ms_flooded_median: Number(median(lagFlooded).toFixed(1)),
+  certify_p99_ms_with_review_median: Number(median(p99s.alone).toFixed(1)),
+  certify_p99_ms_with_review_range: range(p99s.alone),
+  certify_p99_ms_flooded_median: Number(median(p99s.niced).toFixed(1)),
+  certify_p99_ms_flooded_range: range(p99s.niced),
+  flood_calls_per_s: Math.round(median(rates.niced)),
+  certify_p99_ms_flooded_same_cores_median: Number(median(p99s.worker).toFixed(1)),
+  certify_p99_ms_flooded_same_cores_range: range(p99s.worker),
+  flood_same_cores_calls_per_s: Math.round(median(rates.worker)),
+  server_cpu_us_per_flood_call: perCall.length > 0 ? Math.round(median(perCall)) : null,
   cores: navigator.hardwareConcurrency,
 }));
