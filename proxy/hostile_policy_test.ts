@@ -161,6 +161,12 @@ Deno.test({
     const creds = `${work}/b.json`;
     await Deno.writeTextFile(creds, JSON.stringify(await ca.issue(ID("b"))));
     await Deno.chmod(creds, 0o644);
+    // c also holds a mesh certificate, to speak to b's direct port (4143) as a meshed peer would.
+    const credsC = `${work}/c.json`;
+    await Deno.writeTextFile(credsC, JSON.stringify(await ca.issue(ID("c"))));
+    const caFile = `${work}/ca.pem`;
+    await Deno.writeTextFile(caFile, ca.certPem);
+    for (const f of [credsC, caFile]) await Deno.chmod(f, 0o644);
     net = await PodNetwork.create(["b", "c"]);
     const B = net.pod("b").ip;
     uidDeno = await denoForUid(DEFAULT_PROXY_UID);
@@ -321,6 +327,45 @@ Deno.test({
       );
       assert.ok(metric(m, "inbound_tcp_authz_deny_total", { srv_name: "web-9" }) >= 1, m);
     });
+
+    await step(
+      "hostile: a meshed client naming an HTTP port without a session protocol is still routed",
+      async () => {
+        // mTLS to 4143 with a transport header for the port but no session protocol ("opaque"):
+        // the port's policy says HTTP, so the request is routed (404), never forwarded as bytes.
+        const direct = async (port: number, payload: string) => {
+          const r = await denoRun(
+            net!,
+            "c",
+            APP_TS,
+            "tls",
+            `${B}:4143`,
+            ID("b"),
+            credsC,
+            caFile,
+            "transport.l5d.io/v1",
+            String(port),
+            JSON.stringify(payload),
+          );
+          return JSON.parse(r.stdout.trim().split("\n").pop()!) as {
+            ok: boolean;
+            data: string;
+            error?: string;
+          };
+        };
+        for (const port of [7002, 7007]) {
+          const r = await direct(port, get("/admin/x"));
+          assert.match(r.data, /^HTTP\/1\.1 404 /, `port ${port}: ${JSON.stringify(r)}`);
+          assert.ok(!r.data.includes("peer="), `port ${port}: reached the app`);
+        }
+        const open = await direct(7002, get("/open/direct"));
+        assert.match(
+          open.data,
+          /^HTTP\/1\.1 200 [\s\S]*peer=/,
+          `the allowed route is served: ${JSON.stringify(open)}`,
+        );
+      },
+    );
 
     await step("hostile: an uncompilable inbound policy denies every request on its port", async () => {
       const probe = async () => {
