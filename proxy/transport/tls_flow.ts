@@ -23,7 +23,8 @@ export class GatedTransport extends Duplex {
   #tls: Duplex | undefined = undefined;
 
   constructor(raw: net.Socket) {
-    super({ allowHalfOpen: true });
+    // Room for one socket read (64 KiB) so a full-size chunk does not pause the socket each time.
+    super({ allowHalfOpen: true, highWaterMark: 128 * 1024 });
     this.raw = raw;
     raw.on("data", (c: Uint8Array) => {
       if (!this.push(c)) raw.pause();
@@ -70,15 +71,33 @@ export class GatedTransport extends Duplex {
     if (!this.#held) this.raw.resume();
   }
 
+  // A write is done when the raw socket took it without asking to wait: waiting for each write to
+  // reach the kernel would add a round of callbacks to every TLS record. When it asks to wait, the
+  // callback waits for 'drain', so the TLS socket's own write() and 'drain' stay honest.
   override _write(c: Uint8Array, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
-    this.raw.write(c, cb);
+    if (this.raw.write(c)) cb();
+    else this.#afterDrain(cb);
   }
 
   override _writev(cs: { chunk: Uint8Array }[], cb: (e?: Error | null) => void): void {
-    this.raw.cork();
-    for (let i = 0; i < cs.length - 1; i++) this.raw.write(cs[i].chunk);
-    this.raw.write(cs[cs.length - 1].chunk, cb);
-    this.raw.uncork();
+    const raw = this.raw;
+    raw.cork();
+    let ok = true;
+    for (let i = 0; i < cs.length; i++) ok = raw.write(cs[i].chunk);
+    raw.uncork();
+    if (ok) cb();
+    else this.#afterDrain(cb);
+  }
+
+  #afterDrain(cb: (e?: Error | null) => void): void {
+    const raw = this.raw;
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      cb(raw.destroyed ? new Error("connection closed while writing") : null);
+    };
+    raw.on("drain", done);
+    raw.on("close", done);
   }
 
   override _final(cb: (e?: Error | null) => void): void {
