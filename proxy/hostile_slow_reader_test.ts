@@ -32,7 +32,7 @@ const HTTP_PORT = 7091;
 /** The same HTTP/1 server, announced with the h2 hint: the proxies carry it over HTTP/2. */
 const HTTP_H2_HOP_PORT = 7092;
 /** Allowed growth of a proxy's resident memory during a stall. Kernel buffers hold the rest. */
-const RSS_BOUND_MIB = 128;
+const RSS_BOUND_MIB = 64;
 /** How long the stall is watched. */
 const STALL_MS = 10_000;
 /** Bytes an upload may get into the network before the app's refusal to read stops it. */

@@ -14,7 +14,7 @@ import * as tls from "node:tls";
 import type { Duplex } from "node:stream";
 import { forward } from "../transport/forward.ts";
 import { createTestCa } from "../testing/certs.ts";
-import { GatedTransport } from "../transport/tls_flow.ts";
+import { tlsReadGate } from "../transport/tls_flow.ts";
 
 const CHUNK = new Uint8Array(64 * 1024).fill(120);
 const SECONDS = Number(Deno.env.get("PROBE_SECONDS") ?? "4");
@@ -76,8 +76,8 @@ function tlsServer(
 ): net.Server {
   const ctx = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certChainPem, minVersion: "TLSv1.3" });
   return net.createServer({ allowHalfOpen: true }, (raw) => {
-    const g = gated ? new GatedTransport(raw) : undefined;
-    const t = new tls.TLSSocket((g ?? raw) as net.Socket, { isServer: true, secureContext: ctx });
+    const g = gated ? tlsReadGate(raw) : undefined;
+    const t = new tls.TLSSocket(g?.transport ?? raw, { isServer: true, secureContext: ctx });
     t.once("secure", () => {
       g?.gate(t);
       onSecure(t);

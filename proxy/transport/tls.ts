@@ -6,7 +6,7 @@
 import * as tls from "node:tls";
 import type * as net from "node:net";
 import { connect as netConnect } from "node:net";
-import { GatedTransport } from "./tls_flow.ts";
+import { tlsReadGate } from "./tls_flow.ts";
 import type { CertStore, TlsCredentials } from "../identity/cert_store.ts";
 import { PeerVerifier } from "./peer_verify.ts";
 import { dnsSans } from "./peer_verify.ts";
@@ -106,9 +106,9 @@ export class MeshTls {
     const verifier = this.#peerVerifier(c);
     return await new Promise((resolve, reject) => {
       // Through a gate: Deno's TLS wrapper would read a paused peer without bound (tls_flow.ts).
-      const gate = new GatedTransport(sock);
+      const gate = tlsReadGate(sock);
       const t = new tls.TLSSocket(
-        gate as unknown as net.Socket,
+        gate.transport,
         <tls.TLSSocketOptions & HalfOpen> {
           isServer: true,
           secureContext: this.#serverContext(c),
@@ -162,10 +162,10 @@ export class MeshTls {
       let identityError: string | undefined;
       // TLS over our own TCP socket, through a gate (see accept()).
       const raw = netConnect({ host: opts.host, port: opts.port, noDelay: true, allowHalfOpen: true });
-      const gate = new GatedTransport(raw);
+      const gate = tlsReadGate(raw);
       const t = tls.connect(
         <tls.ConnectionOptions & HalfOpen> {
-          socket: gate as unknown as net.Socket,
+          socket: gate.transport,
           servername: opts.serverName,
           secureContext: this.#clientContext(c),
           minVersion: "TLSv1.3",
@@ -179,6 +179,8 @@ export class MeshTls {
           },
         },
       );
+      // The TCP socket is ours, so it closes with the TLS socket.
+      t.once("close", () => raw.destroy());
       const timer = setTimeout(
         () => fail(new MeshTlsError("handshake", `TLS connect timed out after ${opts.timeoutMs}ms`)),
         opts.timeoutMs,

@@ -3,24 +3,93 @@
  * its transport while the TLS socket is paused, and buffers the decrypted bytes out of sight
  * (readableLength stays small): a peer that sends fast to a proxy whose destination reads slowly
  * grows the proxy by hundreds of MiB a second (docs/data-path.md, "Backpressure on Deno's
- * node:net/node:tls"). Pausing the raw socket does not help, because the wrapper reads its native
- * handle directly.
+ * node:net/node:tls"). raw.pause() does not help: the wrapper reads the TCP handle itself.
  *
- * So the TLS socket is put on a JS Duplex over the raw socket, which the wrapper can only read
- * through us. The raw socket is paused, and TCP holds the sender back, while the TLS socket is
- * paused by its consumer or has a full read buffer (nobody reading it yet, or a consumer using
- * read()); it resumes when the TLS socket resumes or asks for more (its _read). Writes go straight
- * to the raw socket, whose 'drain' is honest.
+ * The gate makes the TCP handle under the TLS socket stop and start reading whenever node:net
+ * stops and starts the TLS handle (its read buffer is full; its reader wants more), so TCP holds the
+ * sender back. Where the TCP socket has no such handle (another runtime version), the TLS socket is
+ * put on a JS Duplex over the raw socket instead, which the wrapper can only read through us: it
+ * holds while the TLS socket is paused or its buffer is full and lets go when it resumes or asks for
+ * more. That costs about a quarter of small-message throughput, so it is only the fallback.
  */
 import { Duplex } from "node:stream";
 import type * as net from "node:net";
 
-/** A Duplex carrying `raw`'s bytes; `gate()` ties its reading to a TLS socket's flow state. */
+/** What the gate needs from a stream handle (libuv-style, as node:net's TCP handles have). */
+interface ReadControl {
+  readStart(): number;
+  readStop(): number;
+}
+
+function readControl(raw: net.Socket): ReadControl | undefined {
+  const h = (raw as unknown as { _handle?: Partial<ReadControl> | null })._handle;
+  if (h == null || typeof h.readStart !== "function" || typeof h.readStop !== "function") return undefined;
+  return h as ReadControl;
+}
+
+/** The transport to build a TLS socket on, and `gate()` to call once its handshake is done. */
+export interface TlsReadGate {
+  transport: net.Socket;
+  gate(tlsSocket: Duplex): void;
+}
+
+export function tlsReadGate(raw: net.Socket): TlsReadGate {
+  const control = readControl(raw);
+  if (control === undefined) {
+    const d = new GatedTransport(raw);
+    return { transport: d as unknown as net.Socket, gate: (t) => d.gate(t) };
+  }
+  return { transport: raw, gate: (t) => gateHandle(control, t) };
+}
+
+/**
+ * Makes the TCP handle follow the TLS handle: node:net stops the TLS handle when the socket's read
+ * buffer is full and starts it when its reader wants more, exactly when reading should stop and go
+ * on; Deno's TLS handle alone would keep reading the network, so the TCP handle is told too.
+ */
+function gateHandle(control: ReadControl, t: Duplex): void {
+  const tlsHandle = (t as unknown as { _handle?: Partial<ReadControl> | null })._handle;
+  if (
+    tlsHandle == null || typeof tlsHandle.readStart !== "function" || typeof tlsHandle.readStop !== "function"
+  ) {
+    // Unbounded reads are not an option: refuse the connection, loudly (tls_flow_test.ts fails too).
+    t.destroy(new Error("TLS socket has no readStart/readStop handle: its reads cannot be bounded"));
+    return;
+  }
+  const stop = tlsHandle.readStop;
+  const start = tlsHandle.readStart;
+  tlsHandle.readStop = () => {
+    control.readStop();
+    return stop.call(tlsHandle);
+  };
+  tlsHandle.readStart = () => {
+    control.readStart();
+    return start.call(tlsHandle);
+  };
+}
+
+/** Calls `hold` when `t`'s read buffer is full and `release` when `t` asks for more. */
+function watchReader(t: Duplex, hold: () => void, release: () => void): void {
+  const push = t.push;
+  t.push = (chunk: unknown, encoding?: BufferEncoding) => {
+    const room = push.call(t, chunk, encoding);
+    if (!room && chunk !== null) hold();
+    return room;
+  };
+  // A Readable calls _read when its buffer has room and someone reads: the moment to go on.
+  const read = t._read;
+  t._read = (n: number) => {
+    release();
+    read.call(t, n);
+  };
+  if (t.readableLength >= t.readableHighWaterMark) hold();
+}
+
+/** The fallback: a Duplex carrying `raw`'s bytes; `gate()` ties its reading to a TLS socket's reader. */
 export class GatedTransport extends Duplex {
   readonly raw: net.Socket;
   /** The TLS socket's reader wants no more for now (the wrapper itself never says so). */
   #held = false;
-  #tls: Duplex | undefined = undefined;
 
   constructor(raw: net.Socket) {
     // Room for one socket read (64 KiB) so a full-size chunk does not pause the socket each time.
@@ -28,9 +97,6 @@ export class GatedTransport extends Duplex {
     this.raw = raw;
     raw.on("data", (c: Uint8Array) => {
       if (!this.push(c)) raw.pause();
-      const t = this.#tls;
-      // Decrypted bytes land in the TLS socket a little later: this sees the previous chunk's.
-      if (t !== undefined && t.readableLength >= t.readableHighWaterMark) this.#hold();
     });
     raw.on("end", () => this.push(null));
     raw.on("error", (e) => this.destroy(e));
@@ -41,19 +107,12 @@ export class GatedTransport extends Duplex {
 
   /** Ties reading `raw` to `tlsSocket`'s reader (after the handshake, which must read freely). */
   gate(tlsSocket: Duplex): void {
-    this.#tls = tlsSocket;
     // The two live and die together, whichever the wrapper or its user closes first.
     tlsSocket.once("close", () => this.destroy());
     this.once("close", () => tlsSocket.destroy());
     tlsSocket.on("pause", () => this.#hold());
     tlsSocket.on("resume", () => this.#release());
-    // A Readable calls _read when its buffer has room and someone reads: the moment to go on.
-    const read = tlsSocket._read;
-    tlsSocket._read = (n: number) => {
-      this.#release();
-      read.call(tlsSocket, n);
-    };
-    if (tlsSocket.readableLength >= tlsSocket.readableHighWaterMark) this.#hold();
+    watchReader(tlsSocket, () => this.#hold(), () => this.#release());
   }
 
   #hold(): void {
