@@ -4,6 +4,8 @@ import { CertStore } from "../identity/cert_store.ts";
 import { createTestCa } from "../testing/certs.ts";
 import { forward } from "./forward.ts";
 import { MeshTls } from "./tls.ts";
+import { GatedTransport } from "./tls_flow.ts";
+import * as tls from "node:tls";
 
 const ca = await createTestCa("tls-flow-test");
 const A = "a.ns.serviceaccount.identity.linkerd.cluster.local";
@@ -187,6 +189,45 @@ Deno.test("hostile: a mesh TLS peer flooding a socket nobody has started reading
     socket.destroy();
     held[0].destroy();
   } finally {
+    await new Promise((r) => srv.close(r));
+  }
+});
+
+Deno.test("hostile: the Duplex fallback gate also holds a TLS flood into a stalled forward", async () => {
+  const leaf = await ca.issue(B);
+  const ctx = tls.createSecureContext({ key: leaf.keyPem, cert: leaf.certChainPem, minVersion: "TLSv1.3" });
+  const sink = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const sinkConns: Deno.Conn[] = [];
+  (async () => {
+    for await (const c of sink) sinkConns.push(c);
+  })();
+  const srv = net.createServer({ allowHalfOpen: true }, (raw) => {
+    const g = new GatedTransport(raw);
+    const t = new tls.TLSSocket(g as unknown as net.Socket, { isServer: true, secureContext: ctx });
+    t.once("secure", () => {
+      g.gate(t);
+      forward(t, net.connect((sink.addr as Deno.NetAddr).port, "127.0.0.1"));
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  try {
+    const socket = tls.connect({
+      host: "127.0.0.1",
+      port: (srv.address() as net.AddressInfo).port,
+      servername: B,
+      ca: ca.certPem,
+    });
+    await new Promise((r) => socket.once("secureConnect", r));
+    const f = flood(socket);
+    await sleep(WINDOW_MS);
+    const sent = f.sent();
+    f.stop();
+    console.log(`flooding client got ${(sent / 1048576).toFixed(1)} MiB in through the fallback gate`);
+    assert.ok(sent < BOUND, `the fallback gate let ${sent} bytes in`);
+    socket.destroy();
+  } finally {
+    for (const c of sinkConns) c.close();
+    sink.close();
     await new Promise((r) => srv.close(r));
   }
 });
