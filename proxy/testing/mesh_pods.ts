@@ -12,6 +12,9 @@ export const PROXY_TS = `${root}proxy/testing/static_identity_main.ts`;
 export const INIT_TS = `${root}init/main.ts`;
 const deno = Deno.execPath();
 
+/** The mesh identity of a test pod (its service account is named after it, in namespace default). */
+export const identityOf = (pod: string) => `${pod}.default.serviceaccount.identity.linkerd.cluster.local`;
+
 export function denoRun(net: PodNetwork, pod: string, ...args: string[]): Promise<RunResult> {
   return net.run(pod, [deno, "run", "-A", "--cached-only", ...args]);
 }
