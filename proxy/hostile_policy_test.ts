@@ -19,104 +19,38 @@ import assert from "node:assert/strict";
 import type { Authz, HttpRoute, Server } from "../proto/gen/inbound.ts";
 import { ProxyEnv } from "../proto/env.ts";
 import { toIpAddress } from "../proto/ip.ts";
-import { DEFAULT_PROXY_UID } from "../proto/ports.ts";
 import { DETECT_HTTP1_CORPUS } from "./http/detect_corpus.ts";
-import { createTestCa } from "./testing/certs.ts";
-import { TestControlPlane } from "./testing/control_plane.ts";
 import {
-  adminGet,
-  APP_TS,
-  applyInit,
-  denoRun,
-  startProxy,
-  startRelay,
-  waitForLine,
-} from "./testing/mesh_pods.ts";
-import { denoForUid, PodNetwork } from "./testing/netns.ts";
+  allowAll as allowEveryone,
+  detectServer,
+  http1Server,
+  onlyIdentity,
+  opaqueServer,
+  prefixRoute,
+  resource,
+} from "./testing/inbound_servers.ts";
+import { MeshFixture, workloadOf } from "./testing/mesh_fixture.ts";
+import { APP_TS, identityOf as ID } from "./testing/mesh_pods.ts";
 import { metric, until } from "./testing/poll.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("hostile policy tests skipped: network namespaces and iptables need root");
 
 const WIRE_CLIENT = new URL("./testing/wire_client.ts", import.meta.url).pathname;
-const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
-const WL_B = '{"ns":"default","pod":"b"}';
+const WL_B = workloadOf("b");
 /** The proxy's detect timeout here; slow clients wait well past it. */
 const DETECT_MS = 1000;
 const SLOW_MS = 2500;
+/** b is meshed; c is an unmeshed client that still holds a mesh certificate. */
+const FIXTURE = { prefix: "weft-hostile-policy-", caName: "weft-hostile-policy", pods: ["b", "c"] };
 
-const everywhere = [
-  { net: { ip: toIpAddress("0.0.0.0"), prefixLen: 0 }, except: [] },
-  { net: { ip: toIpAddress("::"), prefixLen: 0 }, except: [] },
-];
-const resource = (kind: string, name: string) => ({
-  kind: {
-    $case: "resource" as const,
-    value: { group: "policy.linkerd.io", kind, name, namespace: "default", section: "", port: 0 },
-  },
-});
-const allowAll: Authz = {
-  networks: everywhere,
-  authentication: { permit: { $case: "unauthenticated", value: {} } },
-  labels: {},
-  metadata: resource("AuthorizationPolicy", "all"),
-};
-const onlyX: Authz = {
-  networks: everywhere,
-  authentication: {
-    permit: {
-      $case: "meshTLS",
-      value: { clients: { $case: "identities", value: { identities: [{ name: ID("x") }], suffixes: [] } } },
-    },
-  },
-  labels: {},
-  metadata: resource("AuthorizationPolicy", "x-only"),
-};
-const openRoute = (authorizations: Authz[] = []): HttpRoute => ({
-  metadata: resource("HTTPRoute", "open"),
-  hosts: [],
-  authorizations,
-  rules: [{
-    matches: [{
-      path: { kind: { $case: "prefix", value: "/open" } },
-      headers: [],
-      queryParams: [],
-      method: undefined,
-    }],
-    filters: [],
-  }],
-});
-const labels = (name: string) => ({ group: "policy.linkerd.io", kind: "server", name });
-
-function detect(name: string, routes: HttpRoute[], authorizations: Authz[] = [allowAll]): Server {
-  return {
-    protocol: {
-      kind: {
-        $case: "detect",
-        value: { timeout: { seconds: 10n, nanos: 0 }, httpRoutes: routes, httpLocalRateLimit: undefined },
-      },
-    },
-    serverIps: [],
-    authorizations,
-    labels: labels(name),
-  };
-}
-function http1(name: string, routes: HttpRoute[]): Server {
-  return {
-    protocol: { kind: { $case: "http1", value: { routes, localRateLimit: undefined } } },
-    serverIps: [],
-    authorizations: [allowAll],
-    labels: labels(name),
-  };
-}
-function opaque(name: string, authorizations: Authz[]): Server {
-  return {
-    protocol: { kind: { $case: "opaque", value: {} } },
-    serverIps: [],
-    authorizations,
-    labels: labels(name),
-  };
-}
+const allowAll = allowEveryone(resource("AuthorizationPolicy", "all"));
+const onlyX = onlyIdentity(ID("x"), resource("AuthorizationPolicy", "x-only"));
+const openRoute = (authorizations: Authz[] = []): HttpRoute => prefixRoute("open", "/open", authorizations);
+const detect = (name: string, routes: HttpRoute[], authorizations: Authz[] = [allowAll]): Server =>
+  detectServer(name, routes, authorizations);
+const http1 = (name: string, routes: HttpRoute[]): Server => http1Server(name, routes, [allowAll]);
+const opaque = (name: string, authorizations: Authz[]): Server => opaqueServer(name, authorizations);
 /** A route whose path regex does not compile. */
 const badRegex = detect("web-3", [{
   ...openRoute(),
@@ -147,29 +81,14 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const ca = await createTestCa("weft-hostile-policy");
-  const work = await Deno.makeTempDir({ prefix: "weft-hostile-policy-" });
-  await Deno.chmod(work, 0o755);
-  const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
-  let net: PodNetwork | undefined;
-  let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
-  let failed = false;
-  const step = async (name: string, fn: () => Promise<void>) => {
-    failed = !(await t.step(name, fn)) || failed;
-  };
-  try {
-    const creds = `${work}/b.json`;
-    await Deno.writeTextFile(creds, JSON.stringify(await ca.issue(ID("b"))));
-    await Deno.chmod(creds, 0o644);
+  await MeshFixture.run(FIXTURE, async (m) => {
+    const { cp, work, caFile } = m;
+    const step = async (name: string, fn: () => Promise<void>) => {
+      await m.step(t, name, fn);
+    };
     // c also holds a mesh certificate, to speak to b's direct port (4143) as a meshed peer would.
-    const credsC = `${work}/c.json`;
-    await Deno.writeTextFile(credsC, JSON.stringify(await ca.issue(ID("c"))));
-    const caFile = `${work}/ca.pem`;
-    await Deno.writeTextFile(caFile, ca.certPem);
-    for (const f of [credsC, caFile]) await Deno.chmod(f, 0o644);
-    net = await PodNetwork.create(["b", "c"]);
-    const B = net.pod("b").ip;
-    uidDeno = await denoForUid(DEFAULT_PROXY_UID);
+    const credsC = m.creds.c;
+    const B = m.pod("b").ip;
     const set = (port: number, s: Server) => cp.tables.servers.set(`${WL_B}|${port}`, s);
     set(7001, detect("web-1", [openRoute()]));
     set(7002, http1("web-2", [openRoute()]));
@@ -184,69 +103,30 @@ Deno.test({
 
     const wire = async (port: number, requests: { name: string; pieces: Piece[]; readMs?: number }[]) => {
       const spec = { host: B, port, requests: requests.map((r) => ({ readMs: 4000, ...r })) };
-      const r = await denoRun(net!, "c", WIRE_CLIENT, JSON.stringify(spec));
-      try {
-        return JSON.parse(r.stdout.trim().split("\n").pop()!) as Outcome[];
-      } catch {
-        throw new Error(`wire client printed ${r.stdout} ${r.stderr}`);
-      }
+      return await m.json<Outcome[]>("c", "wire client", WIRE_CLIENT, JSON.stringify(spec));
     };
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: b\r\n\r\n`;
     const now = (name: string, data: string) => ({ name, pieces: [{ afterMs: 0, data }] });
-    const metrics = async () => (await adminGet(net!, "b", "/metrics")).body;
+    const metrics = async () => (await m.admin("b", "/metrics")).body;
     /** An answer the app gave: the HTTP app's body or the echo app's greeting. */
     const appSaw = (o: Outcome) => o.data.includes("peer=");
 
-    failed = !(await t.step("setup: apps, init, relay, proxy in b", async () => {
-      net!.spawn(
-        "b",
-        [
-          Deno.execPath(),
-          "run",
-          "-A",
-          "--cached-only",
-          APP_TS,
-          "http",
-          "7001",
-          "7002",
-          "7003",
-          "7004",
-          "7008",
-          "7009",
-        ],
-        {},
-        `${work}/http-b.log`,
-      );
-      net!.spawn(
-        "b",
-        [Deno.execPath(), "run", "-A", "--cached-only", APP_TS, "echo", "7005", "7006", "7007"],
-        {},
-        `${work}/echo-b.log`,
-      );
-      await waitForLine(`${work}/http-b.log.out`, "listening");
-      await waitForLine(`${work}/echo-b.log.out`, "listening");
-      await applyInit(net!, "b");
-      await startRelay(net!, "b", { dst: cp.dstSocket, policy: cp.policySocket }, `${work}/relay-b.log`);
-      startProxy(net!, {
-        pod: "b",
-        localName: ID("b"),
-        workload: WL_B,
-        credentialsFile: creds,
-        trustAnchorsPem: ca.certPem,
-        workDir: work,
-        uidDeno: uidDeno!,
+    await m.step(t, "setup: apps, init, relay, proxy in b", async () => {
+      await m.startApp("b", "http-b", [APP_TS, "http", "7001", "7002", "7003", "7004", "7008", "7009"]);
+      await m.startApp("b", "echo-b", [APP_TS, "echo", "7005", "7006", "7007"]);
+      await m.meshPod("b");
+      m.startProxy("b", {
         inboundPorts: "7001-7009",
         env: {
           [ProxyEnv.inboundDetectTimeout]: `${DETECT_MS}ms`,
           [ProxyEnv.inboundIps]: B,
         },
-        logFile: `${work}/proxy-b.log`,
       });
-      await until("b ready", async () => (await adminGet(net!, "b", "/ready")).status === 200 || undefined);
+      await m.ready("b");
       const [open] = await wire(7001, [now("open", get("/open/x"))]);
       assert.equal(open.status, 200, JSON.stringify(open));
-    })) || failed;
-    if (failed) return;
+    });
+    if (m.failed) return;
 
     await step(
       "hostile: request with leading CRLF / unusual method cannot skip route authorization",
@@ -334,9 +214,9 @@ Deno.test({
         // mTLS to 4143 with a transport header for the port but no session protocol ("opaque"):
         // the port's policy says HTTP, so the request is routed (404), never forwarded as bytes.
         const direct = async (port: number, payload: string) => {
-          const r = await denoRun(
-            net!,
+          return await m.json<{ ok: boolean; data: string; error?: string }>(
             "c",
+            "tls client",
             APP_TS,
             "tls",
             `${B}:4143`,
@@ -347,11 +227,6 @@ Deno.test({
             String(port),
             JSON.stringify(payload),
           );
-          return JSON.parse(r.stdout.trim().split("\n").pop()!) as {
-            ok: boolean;
-            data: string;
-            error?: string;
-          };
         };
         for (const port of [7002, 7007]) {
           const r = await direct(port, get("/admin/x"));
@@ -432,27 +307,16 @@ Deno.test({
         return p.web.status === 200 && appSaw(p.tcp) ? p : undefined;
       });
       const after = await metrics();
-      assert.equal(metric(after, "inbound_policy_invalid", { port: "7003" }), 0, "the gauge series is gone");
+      assert.equal(
+        metric(after, "inbound_policy_invalid", { port: "7003" }),
+        0,
+        "the gauge series is gone",
+      );
       assert.equal(metric(after, "inbound_policy_invalid", { port: "7008" }), 1, "7008 is still invalid");
       assert.match(
         await Deno.readTextFile(`${work}/proxy-b.log`),
         /inbound policy for port 7003 is valid again/,
       );
     });
-  } catch (e) {
-    failed = true;
-    throw e;
-  } finally {
-    if (failed) {
-      for await (const f of Deno.readDir(work)) {
-        if (f.name.includes(".log")) {
-          console.error(`--- ${f.name}\n${await Deno.readTextFile(`${work}/${f.name}`)}`);
-        }
-      }
-    }
-    cp.stop();
-    await net?.cleanup();
-    await uidDeno?.remove();
-    await Deno.remove(work, { recursive: true });
-  }
+  });
 });
