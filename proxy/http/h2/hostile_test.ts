@@ -22,7 +22,7 @@ import {
 } from "../message.ts";
 import { ErrorCode } from "./frame.ts";
 import { Http2Connection } from "./client.ts";
-import { type Http2ServerConnection, type Http2ServerOptions, serveHttp2 } from "./server.ts";
+import type { Http2ServerOptions } from "./server.ts";
 import {
   call,
   closeSession,
@@ -123,10 +123,13 @@ function hostileService(c: Counters): HttpService {
   };
 }
 
-async function startServer(opts: Http2ServerOptions = {}) {
+async function startServer(
+  opts: Http2ServerOptions = {},
+  prepare?: (sock: net.Socket) => Promise<net.Socket>,
+) {
   const counters: Counters = { produced: { bytes: 0 }, holding: 0, maxHolding: 0 };
   const logs: string[] = [];
-  const p = await startH2Proxy(hostileService(counters), { ...opts, log: (_l, m) => logs.push(m) });
+  const p = await startH2Proxy(hostileService(counters), { ...opts, log: (_l, m) => logs.push(m) }, prepare);
   return { ...p, counters, logs };
 }
 
@@ -545,7 +548,7 @@ Deno.test("hostile: h2 peer that never sends WINDOW_UPDATE for 1 GiB from an ups
   }
 });
 
-// ---- the same over mesh TLS (confirmed writes) -------------------------------------------------------
+// ---- the same over mesh TLS --------------------------------------------------------------------------
 
 const ca = await createTestCa("h2-hostile");
 const SERVER_ID = "server.ns.serviceaccount.identity.linkerd.cluster.local";
@@ -557,32 +560,33 @@ async function mesh(name: string): Promise<MeshTls> {
   return new MeshTls(s);
 }
 
-Deno.test("hostile: h2 over mesh TLS, peer that never reads asks for 1 GiB then floods PINGs → bounded, then GOAWAY ENHANCE_YOUR_CALM", async () => {
-  const counters: Counters = { produced: { bytes: 0 }, holding: 0, maxHolding: 0 };
-  const logs: string[] = [];
+/**
+ * The hostile service behind mesh TLS, as the inbound proxy terminates it (MeshTls.accept), and a
+ * well-behaved mesh client beside it. Every TLS socket here, the attacker's too, is MeshTls's
+ * gated one (proxy/transport/tls_flow.ts): an ungated node:tls socket that is paused keeps
+ * reading the network and buffers without bound in this same process, which would measure Deno's
+ * read-side bug instead of the server. `ignorePause` makes the server's sockets keep delivering
+ * while paused, to reach the second line of defence.
+ */
+async function startMeshServer(ignorePause = false) {
   const serverMesh = await mesh(SERVER_ID);
-  const conns = new Set<Http2ServerConnection>();
-  const srv = net.createServer(async (sock) => {
-    sock.on("error", () => {});
-    const t = await serverMesh.accept(sock, [], 2000);
-    const c = serveHttp2(t.socket, hostileService(counters), { log: (_l, m) => logs.push(m) });
-    conns.add(c);
-    c.closed.then(() => conns.delete(c));
+  const srv = await startServer({}, async (sock) => {
+    const t = (await serverMesh.accept(sock, [], 2000)).socket;
+    if (ignorePause) t.pause = () => t;
+    return t;
   });
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const port = (srv.address() as net.AddressInfo).port;
   const clientMesh = await mesh(CLIENT_ID);
   const connect = async () =>
     (await clientMesh.connect({
       host: "127.0.0.1",
-      port,
+      port: srv.port,
       serverName: SERVER_ID,
       expectedIdentity: SERVER_ID,
       timeoutMs: 2000,
     })).socket;
   const good = new Http2Connection({ name: "good", connect });
-  let served = 0;
-  const ask = async () => {
+  const state = { served: 0 };
+  const ask = async (what: string) => {
     const r = await good.request({
       method: "GET",
       scheme: "http",
@@ -593,44 +597,103 @@ Deno.test("hostile: h2 over mesh TLS, peer that never reads asks for 1 GiB then 
       body: bytesBody([]),
     }, AbortSignal.timeout(5000));
     for (let c = await r.body.read(); c !== null; c = await r.body.read()) { /* drain */ }
-    assert.equal(r.status, 200);
-    served++;
+    assert.equal(r.status, 200, `${what}: the well-behaved mesh client's answer`);
+    state.served++;
   };
-  await ask();
+  return {
+    ...srv,
+    connect,
+    ask,
+    state,
+    close: async () => {
+      await good.close(0);
+      await srv.close();
+    },
+  };
+}
+
+Deno.test("hostile: h2 over mesh TLS, peer that never reads the socket while asking for 1 GiB: server stops reading and producing", async () => {
+  const srv = await startMeshServer();
+  await srv.ask("before");
   const mem = new MemWatch();
   try {
-    const raw = RawH2Client.over(await connect());
+    const raw = RawH2Client.over(await srv.connect());
     raw.pauseReading();
     raw.write(greedyGet("/big"));
-    await sleep(1500);
-    const produced = counters.produced.bytes;
+    // As over plain TCP: requests, PINGs and 1-byte WINDOW_UPDATEs whose answers it never reads.
+    const ping = frame(FRAME.PING, 0, 0, new Uint8Array(8));
+    const credit = frame(FRAME.WINDOW_UPDATE, 0, 0, u32(1));
+    const filler = concat(Array.from({ length: 5000 }, () => credit));
+    let id = 3;
+    for (let i = 0; i < 400 && raw.writableLength < 4 * MiB && !raw.closed; i++) {
+      raw.write(concat([headersFrame(id, GET("/")), ...Array.from({ length: 20 }, () => ping), filler]));
+      id += 2;
+      await sleep(10);
+    }
+    await sleep(500);
+    const produced = srv.counters.produced.bytes;
     console.log(
-      `  slow reader (TLS): produced ${(produced / MiB).toFixed(1)} MiB of 1024 before the server held back`,
+      `  slow reader (TLS): produced ${(produced / MiB).toFixed(1)} MiB of 1024; attacker's bytes the ` +
+        `server did not take: ${(raw.writableLength / MiB).toFixed(1)} MiB`,
     );
     assert.ok(produced < 64 * MiB, `the server kept producing over TLS: ${produced} bytes`);
-    const before = served;
-    await ask();
-    assert.ok(served > before, "another mesh client is served meanwhile");
-    // Now owed control frames pile up: capped, and the connection is closed for it.
-    const attacked = [...conns].find((c) => c.activeStreams === 1);
-    assert.ok(attacked, "the attacking connection with its /big stream");
-    for (let i = 0; i < 10; i++) {
-      raw.write(concat(Array.from({ length: 200 }, () => frame(FRAME.PING, 0, 0, new Uint8Array(8)))));
-    }
-    const closed = await Promise.race([attacked.closed.then(() => true), sleep(7000).then(() => false)]);
-    assert.ok(closed, "the attacking connection was closed");
+    // The first line held: the server stopped reading (the attacker's own writes queue up), so the
+    // attacker never got to make it owe 1,000 control frames.
+    assert.ok(!raw.closed, "the server closed the connection instead of pausing it");
     assert.ok(
-      logs.some((l) => l.includes("ENHANCE_YOUR_CALM") && l.includes("control frames owed")),
-      logs.join("\n"),
+      raw.writableLength > 1 * MiB,
+      "the server kept reading over TLS from a peer that does not read",
     );
-    await ask();
-    mem.check("TLS slow reader + owed PING ACKs");
+    assert.ok(!srv.logs.some((l) => l.includes("control frames owed")), srv.logs.join("\n"));
+    const before = srv.state.served;
+    await srv.ask("during");
+    assert.ok(srv.state.served > before, "another mesh client is served meanwhile");
+    mem.check("slow reader (TLS), 1 GiB response");
     raw.destroy();
   } finally {
     mem.stop();
-    await good.close(0);
-    for (const c of conns) await c.close(0);
-    await new Promise<void>((r) => srv.close(() => r()));
+    await srv.close();
+  }
+});
+
+Deno.test("hostile: h2 over mesh TLS, peer that never reads floods PINGs into a server that cannot stop reading → GOAWAY ENHANCE_YOUR_CALM", async () => {
+  // The read pause is the first line; this server's sockets ignore pause() (as a transport that
+  // cannot hold its reader would), so the cap on owed control frames is all that is left.
+  const srv = await startMeshServer(true);
+  await srv.ask("before");
+  const mem = new MemWatch();
+  try {
+    const raw = RawH2Client.over(await srv.connect());
+    raw.pauseReading();
+    raw.write(greedyGet("/big"));
+    // The write side backs up with the /big response before the PINGs come.
+    await sleep(1000);
+    const produced = srv.counters.produced.bytes;
+    assert.ok(produced < 64 * MiB, `the server kept producing over TLS: ${produced} bytes`);
+    const attacked = [...srv.conns].find((c) => c.activeStreams === 1);
+    assert.ok(attacked, "the attacking connection with its /big stream");
+    // 2,000 PINGs in a second: under the chaff budget (10,000/s), over the owed cap (1,000).
+    for (let i = 0; i < 10 && !raw.closed; i++) {
+      raw.write(concat(Array.from({ length: 200 }, () => frame(FRAME.PING, 0, 0, new Uint8Array(8)))));
+      await sleep(50);
+    }
+    const closed = await Promise.race([attacked.closed.then(() => true), sleep(7000).then(() => false)]);
+    console.log(
+      `  owed PING ACKs (TLS): produced ${
+        (produced / MiB).toFixed(1)
+      } MiB of 1024; connection closed: ${closed}`,
+    );
+    assert.ok(closed, "the attacking connection was closed");
+    assert.ok(
+      srv.logs.some((l) => l.includes("ENHANCE_YOUR_CALM") && l.includes("control frames owed")),
+      srv.logs.join("\n"),
+    );
+    await srv.ask("after");
+    mem.check("owed PING ACKs (TLS)");
+    raw.destroy();
+  } finally {
+    mem.stop();
+    await srv.close();
   }
 });
 

@@ -47,8 +47,6 @@ export interface Http2ServerOptions {
   idleTimeoutMs?: number;
   /** See SessionOptions: socket bytes queued above which reading pauses and DATA waits. Default 256 KiB. */
   writeHighWater?: number;
-  /** See SessionOptions: confirm writes with PING (default: on for TLS sockets). */
-  confirmWrites?: boolean;
   log?: Log;
 }
 
@@ -91,7 +89,6 @@ export function serveHttp2(
     headerTimeoutMs: opts.headerTimeoutMs,
     idleTimeoutMs: opts.idleTimeoutMs,
     writeHighWater: opts.writeHighWater,
-    confirmWrites: opts.confirmWrites,
     log: opts.log,
     onStream: (stream, fields, endStream) => handleStream(stream, fields, endStream, service, limits),
     onStreamTooLarge: (stream, e) => tooLarge(stream, e, limits),

@@ -49,17 +49,12 @@ export interface SessionOptions {
   maxHeaderListSize: number;
   /** Most fields in one block. */
   maxHeaderCount: number;
-  /** Bytes queued on the socket above which DATA waits for 'drain' and reading pauses. */
-  writeHighWater?: number;
   /**
-   * Also count a write as pending until the peer acknowledged a PING sent after it. Default: on
-   * for TLS sockets: a node:tls socket straight on its TCP handle reports `writableLength` near 0
-   * in Deno 2.9.6 while the peer reads nothing (the wrapper buffers without bound below it); off
-   * for plain TCP, whose `writableLength` is honest.
+   * Bytes queued on the socket above which DATA waits for 'drain' and reading pauses. TLS sockets
+   * too: their `writableLength` is honest; a TLS socket must read through proxy/transport/tls_flow.ts
+   * so that pausing it really stops reading the network.
    */
-  confirmWrites?: boolean;
-  /** Unacknowledged bytes above which a confirmed-writes session counts as backed up. Default 4 MiB. */
-  confirmWindow?: number;
+  writeHighWater?: number;
   /** Server: the preface and first SETTINGS must arrive within this many ms. Default 10 s; 0 = off. */
   prefaceTimeoutMs?: number;
   /** A field block (HEADERS + CONTINUATION) must be complete within this many ms. Default 10 s; 0 = off. */
@@ -87,7 +82,6 @@ export type StreamFailure =
 
 const EMPTY = new Uint8Array(0);
 const HIGH_WATER = 256 * 1024;
-const CONFIRM_WINDOW = 4 * 1024 * 1024;
 /**
  * Resets per second (the peer's RST_STREAMs on a server, plus streams we reset because the peer
  * broke a rule) before the connection is closed: "rapid reset" (CVE-2023-44487), "MadeYouReset"
@@ -102,8 +96,6 @@ const MAX_OWED_CONTROL = 1000;
 const CHAFF_LIMIT = 10_000;
 /** Frames in one field block; with 16 KiB frames the byte limit is reached long before. */
 const MAX_BLOCK_FRAMES = 128;
-/** Our PING payload when confirming writes; the peer echoes it once it has read up to there. */
-const CONFIRM_OPAQUE = new TextEncoder().encode("weft-ack");
 /** A field block (HEADERS + CONTINUATION) may not exceed this many bytes on the wire. */
 const blockLimit = (listLimit: number) => Math.max(2 * listLimit, 64 * 1024);
 
@@ -367,13 +359,6 @@ export class H2Session {
   #ending = false;
 
   // Write-side backpressure: see `#backUp`.
-  readonly #confirm: boolean;
-  readonly #confirmWindow: number;
-  /** Bytes handed to the socket so far, and how many of them the peer confirmed having read. */
-  #written = 0;
-  #confirmedAt = 0;
-  /** `#written` when our outstanding PING went out; -1 when none is outstanding. */
-  #pingAt = -1;
   #backedUp = false;
   #owed = 0;
 
@@ -394,8 +379,6 @@ export class H2Session {
     this.streamCreditBatch = Math.max(1, Math.floor(o.initialWindowSize / 4));
     this.#decoder = new HpackDecoder({ maxListSize: o.maxHeaderListSize, maxFieldCount: o.maxHeaderCount });
     this.#prefaceLeft = o.role === "server" ? PREFACE.length : 0;
-    this.#confirm = o.confirmWrites ?? (socket as { encrypted?: boolean }).encrypted === true;
-    this.#confirmWindow = o.confirmWindow ?? CONFIRM_WINDOW;
     (socket as { setNoDelay?: (b: boolean) => void }).setNoDelay?.(true);
     if (o.role === "client") this.queueFrame(PREFACE);
     const settings: [number, number][] = [
@@ -590,35 +573,22 @@ export class H2Session {
     this.#out = [];
     this.#outBytes = 0;
     this.socket.write(buf);
-    this.#written += buf.length;
-    if (this.#confirm && this.#pingAt < 0 && this.#written - this.#confirmedAt >= this.#confirmWindow / 4) {
-      this.#sendConfirmPing();
-    }
     if (!this.#backedUp && this.#backedUpNow()) this.#backUp();
   };
 
-  #sendConfirmPing(): void {
-    const f = pingFrame(CONFIRM_OPAQUE, false);
-    this.socket.write(f);
-    this.#written += f.length;
-    this.#pingAt = this.#written;
-  }
-
-  /** The write side holds more than we allow: the socket's own queue, or bytes the peer has not confirmed. */
+  /** The socket holds more than we allow queued. */
   #backedUpNow(): boolean {
-    if (((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater) return true;
-    return this.#confirm && this.#written - this.#confirmedAt > this.#confirmWindow;
+    return ((this.socket as { writableLength?: number }).writableLength ?? 0) > this.#highWater;
   }
 
   /**
    * A peer that sends but does not read must not make us buffer without bound: reading stops until
-   * the write side drains (plain sockets), DATA waits, and the control frames it still makes us owe
-   * are capped (`#owe`). With confirmed writes reading goes on, since the PING ACK that unblocks us
-   * arrives on it; the cap on owed frames bounds what that reading may cost.
+   * the write side drains, DATA waits, and the control frames already read but still owed are
+   * capped (`#owe`).
    */
   #backUp(): void {
     this.#backedUp = true;
-    if (!this.#confirm) (this.socket as { pause?: () => void }).pause?.();
+    (this.socket as { pause?: () => void }).pause?.();
   }
 
   /** True when the socket holds more than the high-water mark; 'drain' will follow (write returned false). */
@@ -631,7 +601,7 @@ export class H2Session {
     if (this.#backedUp && !this.#dead && !this.#backedUpNow()) {
       this.#backedUp = false;
       this.#owed = 0;
-      if (!this.#confirm) this.socket.resume();
+      this.socket.resume();
     }
     const ws = this.#drainWaiters;
     this.#drainWaiters = [];
@@ -925,16 +895,7 @@ export class H2Session {
       case FrameType.PING:
         if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
         if (p.length !== 8) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `PING of ${p.length} bytes`);
-        if (flags & Flag.ACK) {
-          if (this.#pingAt >= 0 && equal8(p, CONFIRM_OPAQUE)) {
-            // The peer has read everything up to our PING.
-            this.#confirmedAt = this.#pingAt;
-            this.#pingAt = -1;
-            if (this.#written - this.#confirmedAt >= this.#confirmWindow / 4) this.#sendConfirmPing();
-            this.#onDrain();
-          }
-          return;
-        }
+        if (flags & Flag.ACK) return; // we send no PINGs of our own
         if (!this.#countChaff("PING")) return;
         this.#owe(pingFrame(p, true));
         return;
@@ -1268,8 +1229,3 @@ const PEER_ERROR_CODES = new Set<number>([
   ErrorCode.COMPRESSION_ERROR,
   ErrorCode.ENHANCE_YOUR_CALM,
 ]);
-
-function equal8(a: Uint8Array, b: Uint8Array): boolean {
-  for (let i = 0; i < 8; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
