@@ -4,15 +4,14 @@
  * as the injector configures it, and an app) and unmeshed pods (an app or nothing). Every proxy
  * holds a certificate for `<pod>.default.serviceaccount.identity.linkerd.cluster.local` from one
  * test CA; `close()` removes everything and prints the processes' logs when the test failed.
+ * The namespaces, CA, control plane and clean-up are a MeshFixture's (mesh_fixture.ts).
  */
 import { ProxyEnv } from "../../proto/env.ts";
 import type { DestinationProfile } from "../../proto/gen/destination.ts";
-import { DEFAULT_PROXY_UID, Ports } from "../../proto/ports.ts";
-import { createTestCa } from "./certs.ts";
-import { TestControlPlane } from "./control_plane.ts";
-import { APP_TS, applyInit, denoRun, startProxy, startRelay, waitForLine } from "./mesh_pods.ts";
-import { denoForUid, PodNetwork } from "./netns.ts";
-import { until } from "./poll.ts";
+import { Ports } from "../../proto/ports.ts";
+import type { TestControlPlane } from "./control_plane.ts";
+import { MeshFixture } from "./mesh_fixture.ts";
+import { APP_TS, identityOf } from "./mesh_pods.ts";
 
 export interface MeshedPodSpec {
   name: string;
@@ -50,24 +49,28 @@ function opaqueProfile(): DestinationProfile {
   };
 }
 
-export const identityOf = (pod: string) => `${pod}.default.serviceaccount.identity.linkerd.cluster.local`;
+export { identityOf };
 
 export class HostileWorld {
   readonly proxies = new Map<string, Deno.ChildProcess>();
   readonly creds = new Map<string, string>();
-  caFile = "";
-  #net: PodNetwork | undefined;
-  #cp: TestControlPlane;
-  #uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
+  readonly caFile: string;
+  readonly work: string;
 
-  private constructor(readonly work: string) {
-    this.#cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
+  private constructor(readonly mesh: MeshFixture) {
+    this.caFile = mesh.caFile;
+    this.work = mesh.work;
+    for (const [pod, file] of Object.entries(mesh.creds)) this.creds.set(pod, file);
   }
 
   static async start(spec: WorldSpec): Promise<HostileWorld> {
-    const work = await Deno.makeTempDir({ prefix: "weft-hostile-" });
-    await Deno.chmod(work, 0o755);
-    const w = new HostileWorld(work);
+    const names = [...spec.meshed.map((p) => p.name), ...spec.unmeshed.map((p) => p.name)];
+    const mesh = await MeshFixture.create({
+      prefix: "weft-hostile-",
+      caName: "weft-hostile-mesh",
+      pods: names,
+    });
+    const w = new HostileWorld(mesh);
     try {
       await w.#start(spec);
     } catch (e) {
@@ -78,53 +81,25 @@ export class HostileWorld {
   }
 
   async #start(spec: WorldSpec): Promise<void> {
-    const ca = await createTestCa("weft-hostile-mesh");
-    this.caFile = `${this.work}/ca.pem`;
-    await Deno.writeTextFile(this.caFile, ca.certPem);
-    await Deno.chmod(this.caFile, 0o644);
-    const names = [...spec.meshed.map((p) => p.name), ...spec.unmeshed.map((p) => p.name)];
-    for (const name of names) {
-      const path = `${this.work}/${name}.json`;
-      await Deno.writeTextFile(path, JSON.stringify(await ca.issue(identityOf(name))));
-      await Deno.chmod(path, 0o644);
-      this.creds.set(name, path);
-    }
-    this.#net = await PodNetwork.create(names);
-    this.#uidDeno = await denoForUid(DEFAULT_PROXY_UID);
+    const m = this.mesh;
     for (const p of spec.meshed) {
       for (const port of p.opaquePorts ?? []) {
-        this.#cp.tables.profiles.set(`${this.ip(p.name)}:${port}`, opaqueProfile());
+        m.cp.tables.profiles.set(`${this.ip(p.name)}:${port}`, opaqueProfile());
       }
     }
-    spec.tables?.(this.#cp, this);
-    await this.#cp.start();
-    const net = this.#net;
+    spec.tables?.(m.cp, this);
+    await m.cp.start();
     for (const p of [...spec.meshed, ...spec.unmeshed]) {
       for (const [i, args] of p.apps.entries()) {
-        const log = `${this.work}/app-${p.name}-${i}.log`;
-        net.spawn(p.name, [Deno.execPath(), "run", "-A", "--cached-only", APP_TS, ...args], {}, log);
-        await waitForLine(`${log}.out`, "listening");
+        await m.startApp(p.name, `app-${p.name}-${i}`, [APP_TS, ...args]);
       }
     }
     for (const p of spec.meshed) {
-      await applyInit(net, p.name);
-      await startRelay(
-        net,
-        p.name,
-        { dst: this.#cp.dstSocket, policy: this.#cp.policySocket },
-        `${this.work}/relay-${p.name}.log`,
-      );
+      await m.meshPod(p.name);
       const ports = p.apps.flatMap((a) => a.slice(1)).map((a) => a.slice(a.lastIndexOf(":") + 1)).join(",");
       this.proxies.set(
         p.name,
-        startProxy(net, {
-          pod: p.name,
-          localName: identityOf(p.name),
-          workload: `{"ns":"default","pod":"${p.name}"}`,
-          credentialsFile: this.creds.get(p.name)!,
-          trustAnchorsPem: ca.certPem,
-          workDir: this.work,
-          uidDeno: this.#uidDeno,
+        m.startProxy(p.name, {
           inboundPorts: ports,
           env: {
             // As the injector sets it: probes and Prometheus reach the admin port from outside.
@@ -135,38 +110,25 @@ export class HostileWorld {
               : {}),
             ...p.env,
           },
-          logFile: `${this.work}/proxy-${p.name}.log`,
         }),
       );
     }
-    for (const p of spec.meshed) {
-      await until(
-        `${p.name}'s proxy to be ready`,
-        async () =>
-          (await this.fetch(p.name, `http://127.0.0.1:${Ports.proxyAdmin}/ready`)).status === 200 ||
-          undefined,
-      );
-    }
+    for (const p of spec.meshed) await m.ready(p.name);
   }
 
   ip(pod: string): string {
-    return this.#net!.pod(pod).ip;
+    return this.mesh.pod(pod).ip;
   }
 
   /** Runs a command as root inside a pod (e.g. `ip route`). */
   async sh(pod: string, ...argv: string[]): Promise<void> {
-    const r = await this.#net!.run(pod, argv);
+    const r = await this.mesh.net.run(pod, argv);
     if (r.code !== 0) throw new Error(`${argv.join(" ")} in ${pod} exited ${r.code}: ${r.stderr}`);
   }
 
   /** Runs one app.ts command inside a pod and returns the JSON it printed last. */
   async app<T = ClientResult>(pod: string, ...args: string[]): Promise<T> {
-    const r = await denoRun(this.#net!, pod, APP_TS, ...args);
-    try {
-      return JSON.parse(r.stdout.trim().split("\n").pop()!);
-    } catch {
-      throw new Error(`app ${args.join(" ")} in ${pod} printed ${r.stdout} ${r.stderr}`);
-    }
+    return await this.mesh.json<T>(pod, `app ${args.join(" ")} in ${pod}`, APP_TS, ...args);
   }
 
   fetch(pod: string, url: string, method = "GET"): Promise<FetchResult> {
@@ -179,20 +141,7 @@ export class HostileWorld {
   }
 
   async close(failed: boolean): Promise<void> {
-    this.#cp.stop();
-    await this.#net?.cleanup();
-    await this.#uidDeno?.remove();
-    if (failed) await this.#dumpLogs();
-    await Deno.remove(this.work, { recursive: true });
-  }
-
-  async #dumpLogs(): Promise<void> {
-    const keep = Deno.env.get("WEFT_DATAPATH_LOGS");
-    for await (const f of Deno.readDir(this.work)) {
-      if (!f.name.includes(".log")) continue;
-      const text = await Deno.readTextFile(`${this.work}/${f.name}`);
-      if (keep) await Deno.writeTextFile(`${keep}/${f.name}`, text);
-      else console.error(`--- ${f.name}\n${text}`);
-    }
+    if (failed) this.mesh.failed = true;
+    await this.mesh.close();
   }
 }

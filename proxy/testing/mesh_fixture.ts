@@ -1,8 +1,8 @@
 /**
  * The life of a network-namespace mesh test: a work directory the proxies' UID can read, a test CA
- * with a certificate for every pod (`<pod>.default.serviceaccount.identity.linkerd.cluster.local`),
- * the in-process control plane on unix sockets, the pods' namespaces and a deno the proxy UID can
- * run. `MeshFixture.run` tears all of it down afterwards and prints the processes' logs when a
+ * with a certificate for every pod (`<pod>.default.serviceaccount.identity.linkerd.cluster.local`,
+ * or for the service accounts the spec names), the in-process control plane on unix sockets, the
+ * pods' namespaces and a deno the proxy UID can run. `MeshFixture.run` tears all of it down afterwards and prints the processes' logs when a
  * step failed or the body threw. Each test still decides what its pods run (see mesh_pods.ts).
  */
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
@@ -25,8 +25,10 @@ export interface MeshFixtureSpec {
   prefix: string;
   /** Name of the test CA. */
   caName: string;
-  /** Namespaces to create; each gets a certificate (in `creds`), meshed or not. */
+  /** Namespaces to create. */
   pods: string[];
+  /** Service accounts to certify (files in `creds`); default: one per pod, named after it. */
+  certificates?: string[];
   /** Print only the last this many characters of each log on failure (default: all). */
   logTail?: number;
 }
@@ -72,33 +74,50 @@ export class MeshFixture {
 
   /** Builds the fixture, runs `body`, and removes everything whatever happened. */
   static async run(spec: MeshFixtureSpec, body: (m: MeshFixture) => Promise<void>): Promise<void> {
+    const m = await MeshFixture.create(spec);
+    try {
+      await body(m);
+    } catch (e) {
+      m.failed = true;
+      throw e;
+    } finally {
+      await m.close();
+    }
+  }
+
+  /** Builds the fixture; the caller must `close()` it (which a failed build has already done). */
+  static async create(spec: MeshFixtureSpec): Promise<MeshFixture> {
     const ca = await createTestCa(spec.caName);
     const work = await Deno.makeTempDir({ prefix: spec.prefix });
     await Deno.chmod(work, 0o755);
     const m = new MeshFixture(work, ca, spec);
     try {
       await m.#create();
-      await body(m);
     } catch (e) {
       m.failed = true;
+      await m.close();
       throw e;
-    } finally {
-      if (m.failed) await dumpLogs(work, spec.logTail);
-      m.cp.stop();
-      await m.#net?.cleanup();
-      await m.#uidDeno?.remove();
-      await Deno.remove(work, { recursive: true });
     }
+    return m;
+  }
+
+  /** Stops the control plane, removes the namespaces and the work directory; prints logs if `failed`. */
+  async close(): Promise<void> {
+    if (this.failed) await dumpLogs(this.work, this.spec.logTail);
+    this.cp.stop();
+    await this.#net?.cleanup();
+    await this.#uidDeno?.remove();
+    await Deno.remove(this.work, { recursive: true });
   }
 
   async #create(): Promise<void> {
     await Deno.writeTextFile(this.caFile, this.ca.certPem);
     await Deno.chmod(this.caFile, 0o644);
-    for (const pod of this.spec.pods) {
-      const p = `${this.work}/${pod}.json`;
-      await Deno.writeTextFile(p, JSON.stringify(await this.ca.issue(identityOf(pod))));
+    for (const sa of this.spec.certificates ?? this.spec.pods) {
+      const p = `${this.work}/${sa}.json`;
+      await Deno.writeTextFile(p, JSON.stringify(await this.ca.issue(identityOf(sa))));
       await Deno.chmod(p, 0o644);
-      this.creds[pod] = p;
+      this.creds[sa] = p;
     }
     this.#net = await PodNetwork.create(this.spec.pods);
     this.#uidDeno = await denoForUid(DEFAULT_PROXY_UID);
@@ -144,6 +163,11 @@ export class MeshFixture {
   /** init's iptables rules and a relay to the control plane: what a meshed pod has before its proxy. */
   async meshPod(pod: string): Promise<void> {
     await applyInit(this.net, pod);
+    await this.relay(pod);
+  }
+
+  /** Exposes the control plane on the pod's 127.0.0.1:8086 and :8090, logging to relay-<pod>.log. */
+  async relay(pod: string): Promise<void> {
     await startRelay(
       this.net,
       pod,
@@ -152,13 +176,20 @@ export class MeshFixture {
     );
   }
 
-  /** The real proxy of `pod` as UID 2102, with the pod's certificate, logging to proxy-<pod>.log. */
-  startProxy(pod: string, o: { inboundPorts: string; env?: Record<string, string> }): Deno.ChildProcess {
+  /**
+   * The real proxy of `pod` as UID 2102, logging to proxy-<pod>.log, with the certificate of
+   * service account `as` (default: the pod's own).
+   */
+  startProxy(
+    pod: string,
+    o: { inboundPorts: string; env?: Record<string, string>; as?: string },
+  ): Deno.ChildProcess {
+    const sa = o.as ?? pod;
     return startProxy(this.net, {
       pod,
-      localName: identityOf(pod),
+      localName: identityOf(sa),
       workload: workloadOf(pod),
-      credentialsFile: this.creds[pod],
+      credentialsFile: this.creds[sa],
       trustAnchorsPem: this.ca.certPem,
       workDir: this.work,
       uidDeno: this.#uidDeno!,
