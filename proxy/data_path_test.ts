@@ -6,14 +6,18 @@
  * Skipped when not root (namespaces and iptables need it).
  */
 import assert from "node:assert/strict";
-import type { Server } from "../proto/gen/inbound.ts";
 import { ProxyEnv } from "../proto/env.ts";
-import { toIpAddress } from "../proto/ip.ts";
 import { DEFAULT_PROXY_UID } from "../proto/ports.ts";
 import { createTestCa } from "./testing/certs.ts";
-import { meshedEndpoint, TestControlPlane } from "./testing/control_plane.ts";
-import { denoForUid, PodNetwork } from "./testing/netns.ts";
-import { startProxy, startRelay } from "./testing/mesh_pods.ts";
+import { meshedEndpoint } from "./testing/control_plane.ts";
+import {
+  allowAll,
+  defaultPolicy,
+  onlyIdentity as onlyIdentityOf,
+  opaqueServer,
+} from "./testing/inbound_servers.ts";
+import { MeshFixture, workloadOf } from "./testing/mesh_fixture.ts";
+import { identityOf as ID } from "./testing/mesh_pods.ts";
 import { metric, until } from "./testing/poll.ts";
 
 const ignore = Deno.uid() !== 0;
@@ -23,56 +27,15 @@ const root = new URL("..", import.meta.url).pathname;
 const appTs = `${root}proxy/testing/app.ts`;
 const initTs = `${root}init/main.ts`;
 const deno = Deno.execPath();
-const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
 
 type Json = { ok: boolean; data: string; error?: string };
 
-function server(name: string, authorizations: Server["authorizations"]): Server {
-  return {
-    protocol: { kind: { $case: "opaque", value: {} } },
-    serverIps: [],
-    authorizations,
-    labels: { group: "policy.linkerd.io", kind: "server", name },
-  };
-}
-
-const everywhere = [
-  { net: { ip: toIpAddress("0.0.0.0"), prefixLen: 0 }, except: [] },
-  { net: { ip: toIpAddress("::"), prefixLen: 0 }, except: [] },
-];
-
-function unauthenticated(name: string): Server["authorizations"][number] {
-  return {
-    networks: everywhere,
-    authentication: { permit: { $case: "unauthenticated", value: {} } },
-    labels: {},
-    metadata: { kind: { $case: "default", value: name } },
-  };
-}
-
-function onlyIdentity(name: string, id: string): Server["authorizations"][number] {
-  return {
-    networks: everywhere,
-    authentication: {
-      permit: {
-        $case: "meshTLS",
-        value: { clients: { $case: "identities", value: { identities: [{ name: id }], suffixes: [] } } },
-      },
-    },
-    labels: {},
-    metadata: { kind: { $case: "default", value: name } },
-  };
-}
-
-async function dumpLogs(dir: string): Promise<void> {
-  const keep = Deno.env.get("WEFT_DATAPATH_LOGS");
-  for await (const f of Deno.readDir(dir)) {
-    if (!f.name.includes(".log")) continue;
-    const text = await Deno.readTextFile(`${dir}/${f.name}`);
-    if (keep) await Deno.writeTextFile(`${keep}/${f.name}`, text);
-    else console.error(`--- ${f.name}\n${text}`);
-  }
-}
+/** Opaque servers, so every port is authorized per connection. */
+const server = opaqueServer;
+const unauthenticated = (name: string) => allowAll(defaultPolicy(name));
+const onlyIdentity = (name: string, id: string) => onlyIdentityOf(id, defaultPolicy(name));
+/** a and b are meshed; c is not. */
+const FIXTURE = { prefix: "weft-datapath-", caName: "weft-test-mesh", pods: ["a", "b", "c"] };
 
 Deno.test({
   name: "data path: two meshed pods through both proxies",
@@ -80,22 +43,16 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const ca = await createTestCa("weft-test-mesh");
   const other = await createTestCa("some-other-ca");
-  const work = await Deno.makeTempDir({ prefix: "weft-datapath-" });
-  await Deno.chmod(work, 0o755);
-  const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
-  let net: PodNetwork | undefined;
-  let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
-  try {
+  await MeshFixture.run(FIXTURE, async (m) => {
+    const { cp, work, ca, caFile, net } = m;
     const writeJson = async (name: string, v: unknown) => {
       const p = `${work}/${name}`;
       await Deno.writeTextFile(p, JSON.stringify(v));
       await Deno.chmod(p, 0o644);
       return p;
     };
-    const credsA = await writeJson("a.json", await ca.issue(ID("a")));
-    const credsB = await writeJson("b.json", await ca.issue(ID("b")));
+    const credsA = m.creds.a;
     const foreign = await writeJson("foreign.json", await other.issue(ID("a")));
     const expired = await writeJson(
       "expired.json",
@@ -104,15 +61,9 @@ Deno.test({
         notAfter: new Date(Date.now() - 3600_000),
       }),
     );
-    const caFile = `${work}/ca.pem`;
-    await Deno.writeTextFile(caFile, ca.certPem);
-    await Deno.chmod(caFile, 0o644);
-
-    net = await PodNetwork.create(["a", "b", "c"]);
     const B = net.pod("b");
-    uidDeno = await denoForUid(DEFAULT_PROXY_UID);
 
-    const wlA = '{"ns":"default","pod":"a"}', wlB = '{"ns":"default","pod":"b"}';
+    const wlB = workloadOf("b");
     for (let port = 8080; port <= 8084; port++) {
       cp.tables.endpoints.set(`${B.ip}:${port}`, [meshedEndpoint(B.ip, port, ID("b"))]);
     }
@@ -124,15 +75,9 @@ Deno.test({
     await cp.start();
 
     const run = (pod: string, ...args: string[]) =>
-      net!.run(pod, [deno, "run", "-A", "--cached-only", ...args]);
-    const app = async (pod: string, ...args: string[]): Promise<Json> => {
-      const r = await run(pod, appTs, ...args);
-      try {
-        return JSON.parse(r.stdout.trim().split("\n").pop()!);
-      } catch {
-        throw new Error(`app ${args.join(" ")} in ${pod} printed ${r.stdout} ${r.stderr}`);
-      }
-    };
+      net.run(pod, [deno, "run", "-A", "--cached-only", ...args]);
+    const app = (pod: string, ...args: string[]): Promise<Json> =>
+      m.json<Json>(pod, `app ${args.join(" ")} in ${pod}`, appTs, ...args);
     const fetchIn = async (pod: string, path: string, method = "GET") =>
       (await app(pod, "fetch", `http://127.0.0.1:4191${path}`, method)) as unknown as {
         status: number;
@@ -146,8 +91,7 @@ Deno.test({
       );
 
     const proxies = new Map<string, Deno.ChildProcess>();
-    let failed = false;
-    failed = !(await t.step("init installs the redirects in both meshed pods", async () => {
+    await m.step(t, "init installs the redirects in both meshed pods", async () => {
       for (const pod of ["a", "b"]) {
         const r = await run(
           pod,
@@ -162,35 +106,21 @@ Deno.test({
         const v = await run(pod, initTs, "print");
         assert.equal(v.code, 0);
       }
-    })) || failed;
+    });
 
-    failed = !(await t.step("start relays, the app in b and both proxies", async () => {
-      for (const pod of ["a", "b"]) {
-        await startRelay(
-          net!,
-          pod,
-          { dst: cp.dstSocket, policy: cp.policySocket },
-          `${work}/relay-${pod}.log`,
-        );
-      }
-      net!.spawn(
+    await m.step(t, "start relays, the app in b and both proxies", async () => {
+      for (const pod of ["a", "b"]) await m.relay(pod);
+      net.spawn(
         "b",
         [deno, "run", "-A", "--cached-only", appTs, "echo", "8080", "8081", "8082", "8083", "8084"],
         {},
         `${work}/app-b.log`,
       );
       await waitListening(`${work}/app-b.log.out`);
-      for (const [pod, creds, wl, delay] of [["a", credsA, wlA, "3000"], ["b", credsB, wlB, "0"]]) {
+      for (const [pod, delay] of [["a", "3000"], ["b", "0"]]) {
         proxies.set(
           pod,
-          startProxy(net!, {
-            pod,
-            localName: ID(pod),
-            workload: wl,
-            credentialsFile: creds,
-            trustAnchorsPem: ca.certPem,
-            workDir: work,
-            uidDeno: uidDeno!,
+          m.startProxy(pod, {
             inboundPorts: "8080-8084",
             env: {
               WEFT_TEST_CERTIFY_DELAY_MS: delay,
@@ -199,13 +129,12 @@ Deno.test({
               [ProxyEnv.shutdownEndpointEnabled]: "true",
               LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD: "10s",
             },
-            logFile: `${work}/proxy-${pod}.log`,
           }),
         );
       }
-    })) || failed;
+    });
 
-    failed = !(await t.step("/ready waits for identity, /live does not", async () => {
+    await m.step(t, "/ready waits for identity, /live does not", async () => {
       const notReady = await until("a's admin to answer", async () => {
         const r = await fetchIn("a", "/ready");
         return r.status === 0 ? undefined : r;
@@ -216,45 +145,45 @@ Deno.test({
       for (const pod of ["a", "b"]) {
         await until(`${pod} ready`, async () => (await fetchIn(pod, "/ready")).status === 200 || undefined);
       }
-    })) || failed;
+    });
 
-    failed =
-      !(await t.step("a meshed connection crosses both proxies with the expected identities", async () => {
-        const r = await app("a", "client", `${B.ip}:8080`, "hello");
-        assert.equal(r.data, `peer=${B.ip}\nhello`, JSON.stringify(r));
-        const ma = await metrics("a");
-        assert.ok(
-          metric(ma, "tcp_open_total", {
-            direction: "outbound",
-            tls: "true",
-            server_id: ID("b"),
-            target_addr: `${B.ip}:8080`,
-          }) >= 1,
-          ma,
-        );
-        const mb = await metrics("b");
-        const inbound = {
-          direction: "inbound",
+    await m.step(t, "a meshed connection crosses both proxies with the expected identities", async () => {
+      const r = await app("a", "client", `${B.ip}:8080`, "hello");
+      assert.equal(r.data, `peer=${B.ip}\nhello`, JSON.stringify(r));
+      const ma = await metrics("a");
+      assert.ok(
+        metric(ma, "tcp_open_total", {
+          direction: "outbound",
           tls: "true",
-          client_id: ID("a"),
-          srv_name: "web-8080",
+          server_id: ID("b"),
           target_addr: `${B.ip}:8080`,
-        };
-        assert.ok(metric(mb, "tcp_open_total", inbound) >= 1, mb);
-        assert.ok(metric(mb, "tcp_close_total", inbound) >= 1);
-        assert.ok(metric(mb, "tcp_read_bytes_total", inbound) >= 5, "b read the 5 request bytes from a");
-        assert.ok(metric(ma, "tcp_read_bytes_total", { direction: "outbound", server_id: ID("b") }) >= 20);
-        assert.ok(
-          metric(mb, "inbound_tcp_authz_allow_total", {
-            srv_name: "web-8080",
-            authz_name: "all",
-            client_id: ID("a"),
-          }) >= 1,
-        );
-        assert.ok(metric(mb, "identity_cert_expiration_timestamp_seconds", {}) > Date.now() / 1000);
-      })) || failed;
+        }) >= 1,
+        ma,
+      );
+      const mb = await metrics("b");
+      const inbound = {
+        direction: "inbound",
+        tls: "true",
+        client_id: ID("a"),
+        srv_name: "web-8080",
+        target_addr: `${B.ip}:8080`,
+      };
+      assert.ok(metric(mb, "tcp_open_total", inbound) >= 1, mb);
+      assert.ok(metric(mb, "tcp_close_total", inbound) >= 1);
+      assert.ok(metric(mb, "tcp_read_bytes_total", inbound) >= 5, "b read the 5 request bytes from a");
+      assert.ok(metric(ma, "tcp_read_bytes_total", { direction: "outbound", server_id: ID("b") }) >= 20);
+      assert.ok(
+        metric(mb, "inbound_tcp_authz_allow_total", {
+          srv_name: "web-8080",
+          authz_name: "all",
+          client_id: ID("a"),
+        }) >= 1,
+      );
+      assert.ok(metric(mb, "identity_cert_expiration_timestamp_seconds", {}) > Date.now() / 1000);
+    });
 
-    failed = !(await t.step(
+    await m.step(
+      t,
       "policy: deny and identity-restricted ports refuse a, an allowed identity passes",
       async () => {
         assert.equal((await app("a", "client", `${B.ip}:8081`, "x")).data, "");
@@ -271,9 +200,10 @@ Deno.test({
           metric(mb, "inbound_tcp_authz_allow_total", { srv_name: "only-a", authz_name: "a-only" }) >= 1,
         );
       },
-    )) || failed;
+    );
 
-    failed = !(await t.step(
+    await m.step(
+      t,
       "audit allows an unmeshed client and counts it; plaintext to an identity port is refused",
       async () => {
         assert.equal((await app("c", "client", `${B.ip}:8084`, "aud")).data, `peer=${B.ip}\naud`);
@@ -290,29 +220,27 @@ Deno.test({
           metric(mb, "inbound_tcp_authz_deny_total", { srv_name: "only-a", tls: "no_identity" }) >= 1,
         );
       },
-    )) || failed;
+    );
 
-    failed = !(await t.step(
-      "the direct port refuses other-CA, expired and missing client certificates",
-      async () => {
-        const direct = `${B.ip}:4143`;
-        const attempt = (creds: string) =>
-          app("c", "tls", direct, ID("b"), creds, caFile, "transport.l5d.io/v1", "8080");
-        // Positive control: a valid mesh client from c gets through, so the refusals below mean something.
-        assert.equal((await attempt(credsA)).data, `peer=${B.ip}\nattack`);
-        assert.equal((await attempt(foreign)).data, "");
-        assert.equal((await attempt(expired)).data, "");
-        assert.equal((await attempt("none")).data, "");
-        // Plaintext on the direct port only ever sees a TLS alert, never the app.
-        assert.doesNotMatch((await app("c", "client", direct, "plain")).data, /peer=/);
-        const mb = await metrics("b");
-        assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "tls_untrusted_peer" }) >= 2, mb);
-        assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "direct_unauthenticated" }) >= 1);
-        assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "tls_handshake" }) >= 1);
-      },
-    )) || failed;
+    await m.step(t, "the direct port refuses other-CA, expired and missing client certificates", async () => {
+      const direct = `${B.ip}:4143`;
+      const attempt = (creds: string) =>
+        app("c", "tls", direct, ID("b"), creds, caFile, "transport.l5d.io/v1", "8080");
+      // Positive control: a valid mesh client from c gets through, so the refusals below mean something.
+      assert.equal((await attempt(credsA)).data, `peer=${B.ip}\nattack`);
+      assert.equal((await attempt(foreign)).data, "");
+      assert.equal((await attempt(expired)).data, "");
+      assert.equal((await attempt("none")).data, "");
+      // Plaintext on the direct port only ever sees a TLS alert, never the app.
+      assert.doesNotMatch((await app("c", "client", direct, "plain")).data, /peer=/);
+      const mb = await metrics("b");
+      assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "tls_untrusted_peer" }) >= 2, mb);
+      assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "direct_unauthenticated" }) >= 1);
+      assert.ok(metric(mb, "inbound_tcp_errors_total", { error: "tls_handshake" }) >= 1);
+    });
 
-    failed = !(await t.step(
+    await m.step(
+      t,
       "control plane stopped: open and new connections keep working; restart re-syncs",
       async () => {
         const streaming = app("a", "stream", `${B.ip}:8080`, "15", "200");
@@ -338,9 +266,9 @@ Deno.test({
         cp.tables.servers.set(`${wlB}|8080`, server("web-8080", [unauthenticated("all")]));
         cp.setServer(wlB, 8080, server("web-8080", [unauthenticated("all")]));
       },
-    )) || failed;
+    );
 
-    failed = !(await t.step("SIGTERM drains open connections, then the proxy exits", async () => {
+    await m.step(t, "SIGTERM drains open connections, then the proxy exits", async () => {
       await until(
         "8080 open again",
         async () => (await app("a", "client", `${B.ip}:8080`, "y")).data !== "" || undefined,
@@ -358,15 +286,6 @@ Deno.test({
         "",
         "a connection passed after a's proxy exited",
       );
-    })) || failed;
-    if (failed) await dumpLogs(work);
-  } catch (e) {
-    await dumpLogs(work);
-    throw e;
-  } finally {
-    cp.stop();
-    await net?.cleanup();
-    await uidDeno?.remove();
-    await Deno.remove(work, { recursive: true });
-  }
+    });
+  });
 });
