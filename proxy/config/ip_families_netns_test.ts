@@ -8,38 +8,28 @@
  * Skipped when not root (namespaces and iptables need it).
  */
 import assert from "node:assert/strict";
-import type { Server } from "../../proto/gen/inbound.ts";
 import { ProxyEnv } from "../../proto/env.ts";
 import { initIpv6Args, proxyListenAddrs } from "../../proto/ip_families.ts";
-import { toIpAddress } from "../../proto/ip.ts";
-import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
-import { createTestCa } from "../testing/certs.ts";
-import { TestControlPlane } from "../testing/control_plane.ts";
-import { denoForUid, PodNetwork, sh } from "../testing/netns.ts";
-import { APP_TS, applyInit, startProxy, startRelay, waitForLine } from "../testing/mesh_pods.ts";
+import { allowAll, defaultPolicy, opaqueServer } from "../testing/inbound_servers.ts";
+import { MeshFixture, workloadOf } from "../testing/mesh_fixture.ts";
+import { sh } from "../testing/netns.ts";
+import { APP_TS, applyInit } from "../testing/mesh_pods.ts";
 import { metric, until } from "../testing/poll.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("IPv6 netns tests skipped: network namespaces and iptables need root");
 
-const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
 const deno = Deno.execPath();
 /** IPv6 addresses of the pods, a ULA prefix inside the test's own namespaces. */
 const V6 = (i: number) => `fd31:ee:f7::${10 + i}`;
 
-const openToAll: Server = {
-  protocol: { kind: { $case: "opaque", value: {} } },
-  serverIps: [],
-  authorizations: [{
-    networks: [
-      { net: { ip: toIpAddress("0.0.0.0"), prefixLen: 0 }, except: [] },
-      { net: { ip: toIpAddress("::"), prefixLen: 0 }, except: [] },
-    ],
-    authentication: { permit: { $case: "unauthenticated", value: {} } },
-    labels: {},
-    metadata: { kind: { $case: "default", value: "all-unauthenticated" } },
-  }],
-  labels: { group: "policy.linkerd.io", kind: "server", name: "app-8080" },
+const openToAll = opaqueServer("app-8080", [allowAll(defaultPolicy("all-unauthenticated"))]);
+/** Both proxies hold the certificate of service account "web". */
+const FIXTURE = {
+  prefix: "weft-ipv6-",
+  caName: "weft-ipv6-test",
+  pods: ["dual", "v4only", "client"],
+  certificates: ["web"],
 };
 
 Deno.test({
@@ -49,65 +39,36 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const ca = await createTestCa("weft-ipv6-test");
-  const work = await Deno.makeTempDir({ prefix: "weft-ipv6-" });
-  await Deno.chmod(work, 0o755);
-  const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
-  let net: PodNetwork | undefined;
-  let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
-  try {
-    net = await PodNetwork.create(["dual", "v4only", "client"]);
+  await MeshFixture.run(FIXTURE, async (m) => {
+    const { cp, net } = m;
     for (const [i, name] of ["dual", "v4only", "client"].entries()) {
       // nodad: the address is usable at once instead of after duplicate detection.
       await sh("ip", ["-n", net.pod(name).ns, "-6", "addr", "add", `${V6(i)}/64`, "dev", "eth0", "nodad"]);
     }
-    uidDeno = await denoForUid(DEFAULT_PROXY_UID);
-    const creds = `${work}/creds.json`;
-    await Deno.writeTextFile(creds, JSON.stringify(await ca.issue(ID("web"))));
-    await Deno.chmod(creds, 0o644);
     for (const pod of ["dual", "v4only"]) {
-      cp.tables.servers.set(`{"ns":"default","pod":"${pod}"}|8080`, openToAll);
+      cp.tables.servers.set(`${workloadOf(pod)}|8080`, openToAll);
     }
     await cp.start();
 
     for (const [pod, ipv6] of [["dual", true], ["v4only", false]] as const) {
       await applyInit(net, pod, initIpv6Args(ipv6));
-      await startRelay(net, pod, { dst: cp.dstSocket, policy: cp.policySocket }, `${work}/relay-${pod}.log`);
+      await m.relay(pod);
       // The app listens on both families: `::` is dual-stack.
-      net.spawn(
-        pod,
-        [deno, "run", "-A", "--cached-only", APP_TS, "echo", ":::8080"],
-        {},
-        `${work}/app-${pod}.log`,
-      );
-      await waitForLine(`${work}/app-${pod}.log.out`, "listening");
+      await m.startApp(pod, `app-${pod}`, [APP_TS, "echo", ":::8080"]);
       const listen = proxyListenAddrs(ipv6);
-      startProxy(net, {
-        pod,
-        localName: ID("web"),
-        workload: `{"ns":"default","pod":"${pod}"}`,
-        credentialsFile: creds,
-        trustAnchorsPem: ca.certPem,
-        workDir: work,
-        uidDeno,
+      m.startProxy(pod, {
+        as: "web",
         inboundPorts: "8080",
         env: {
           [ProxyEnv.inboundListenAddr]: listen.inbound,
           [ProxyEnv.outboundListenAddrs]: listen.outbound,
           [ProxyEnv.adminListenAddr]: listen.admin,
         },
-        logFile: `${work}/proxy-${pod}.log`,
       });
     }
-    net.spawn(
-      "client",
-      [deno, "run", "-A", "--cached-only", APP_TS, "echo", ":::9090"],
-      {},
-      `${work}/app-client.log`,
-    );
-    await waitForLine(`${work}/app-client.log.out`, "listening");
+    await m.startApp("client", "app-client", [APP_TS, "echo", ":::9090"]);
     const app = async (pod: string, ...args: string[]) => {
-      const r = await net!.run(pod, [deno, "run", "-A", "--cached-only", APP_TS, ...args]);
+      const r = await net.run(pod, [deno, "run", "-A", "--cached-only", APP_TS, ...args]);
       const res = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as {
         ok: boolean;
         data: string;
@@ -161,17 +122,5 @@ Deno.test({
     assert.equal(o6.data, `peer=${client.v6}\nover-ipv6`, "IPv6 reached the app without the proxy");
     const o4 = await app("client", "client", `${v4only.v4}:8080`, "over-ipv4");
     assert.equal(o4.data, `peer=${v4only.v4}\nover-ipv4`, "IPv4 went through the proxy");
-  } catch (e) {
-    for await (const f of Deno.readDir(work)) {
-      if (f.name.endsWith(".log")) {
-        console.error(`--- ${f.name}\n${await Deno.readTextFile(`${work}/${f.name}`)}`);
-      }
-    }
-    throw e;
-  } finally {
-    await net?.cleanup();
-    cp.stop();
-    await uidDeno?.remove();
-    await Deno.remove(work, { recursive: true }).catch(() => {});
-  }
+  });
 });
