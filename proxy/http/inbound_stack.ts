@@ -186,6 +186,9 @@ export class InboundHttp {
     } else {
       await serveHttp1(sock, svc, {
         signal: drain,
+        // A client may half-close (FIN, or TLS close_notify) once its request is sent and still
+        // wait for the answer; aborting on it lost responses the app was about to give.
+        halfClose: true,
         onError: (e) => this.#deps.log("debug", `inbound http ${c.targetAddr}: ${e.message}`),
       });
     }

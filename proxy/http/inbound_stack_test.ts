@@ -4,12 +4,14 @@
  */
 import assert from "node:assert/strict";
 import * as http from "node:http";
+import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import { Registry } from "prom-client";
 import type { Authz, Server } from "../../proto/gen/inbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 import { compileHttpServer } from "../inbound/http_authorize.ts";
 import { HttpMetrics } from "../metrics/http_metrics.ts";
+import { listenTcp } from "../transport/listen.ts";
 import { seededRng } from "./balance/rng.ts";
 import { InboundHttp, type InboundHttpConn } from "./inbound_stack.ts";
 import { EMPTY_BODY, HeaderList, type HttpRequest, type HttpResponse, type HttpVersion } from "./message.ts";
@@ -120,6 +122,71 @@ Deno.test("inbound http stack: authorizes per client, sets l5d-client-id, downgr
       /response_total\{direction="inbound"[^}]*client_id="a\.ns[^}]*status_code="200"[^}]*\} 1/,
     );
   } finally {
+    stack.close();
+    await new Promise((r) => app.close(r));
+  }
+});
+
+/** Sends `wire` on a fresh connection to `port`, half-closing at once if asked; all it got back. */
+function exchange(port: number, wire: string, halfClose: boolean): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: "127.0.0.1", port, allowHalfOpen: true });
+    let got = "";
+    s.setEncoding("latin1");
+    s.on("data", (d: string) => {
+      got += d;
+      // A keep-alive client stops once it has the body it was told about.
+      if (!halfClose && /\r\n\r\n[\s\S]*slow-ok$/.test(got)) s.destroy();
+    });
+    s.on("error", () => {});
+    s.on("close", () => resolve(got));
+    s.on("connect", () => halfClose ? s.end(wire) : s.write(wire));
+    setTimeout(() => s.destroy(), 5000);
+  });
+}
+
+Deno.test("inbound http stack: a client that half-closes right after its request still gets the app's response", async () => {
+  // The app answers late, so the client's FIN (and TLS close_notify in the mesh) reaches the
+  // proxy while the request is in flight; HTTP/1.1 lets a client do that and wait for the answer.
+  const app = http.createServer((req, res) => {
+    req.resume();
+    setTimeout(() => res.end("slow-ok"), 150);
+  });
+  await new Promise<void>((r) => app.listen(0, "127.0.0.1", () => r()));
+  const appPort = (app.address() as AddressInfo).port;
+  const stack = new InboundHttp({
+    metrics: new HttpMetrics(new Registry()),
+    connectTimeoutMs: 1000,
+    log: () => {},
+    rng: seededRng(1),
+  });
+  const policy = compileHttpServer(server);
+  const conn: InboundHttpConn = {
+    ip: "127.0.0.1",
+    port: appPort,
+    targetAddr: `10.0.0.2:${appPort}`,
+    conn: { clientIp: "10.0.0.1", tls: { clientId: A } },
+    tls: { tls: "true", client_id: A },
+    policy: () => policy,
+  };
+  const proxy = await listenTcp({ ip: "127.0.0.1", port: 0 }, (sock) => {
+    stack.serve(sock, "http1", conn).finally(() => sock.destroy());
+  });
+  try {
+    const req = "GET /slow HTTP/1.1\r\nhost: web.ns\r\n\r\n";
+    const results = await Promise.all([
+      ...Array.from({ length: 5 }, () => exchange(proxy.addr.port, req, true)),
+      exchange(proxy.addr.port, req, false),
+    ]);
+    for (const [i, got] of results.entries()) {
+      assert.match(
+        got,
+        /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n[\s\S]*slow-ok$/,
+        `client ${i}: ${JSON.stringify(got)}`,
+      );
+    }
+  } finally {
+    await proxy.close();
     stack.close();
     await new Promise((r) => app.close(r));
   }

@@ -373,3 +373,25 @@ Deno.test("server: a malformed request body is answered 400 even when the servic
     await server.close();
   }
 });
+
+Deno.test("server: with halfClose, a client that half-closes right after its request gets the answer, then the close", async () => {
+  let aborted = false;
+  const server = await startServer(async (_req, signal) => {
+    signal.addEventListener("abort", () => aborted = true);
+    // Late enough that the FIN is read while the request is in flight.
+    await sleep(100);
+    return textResponse(200, "late");
+  }, { halfClose: true });
+  try {
+    const c = await RawClient.connect(server.port);
+    c.send(`GET /slow HTTP/1.1\r\n${H}\r\n`);
+    c.sock.end();
+    const r = await c.response();
+    assert.equal(r.status, 200);
+    assert.equal(r.body, "late");
+    assert.ok(await c.serverClosed(2000), "the server closes once the half-closed client is answered");
+    assert.ok(!aborted, "the request was not aborted by the FIN");
+  } finally {
+    await server.close();
+  }
+});
