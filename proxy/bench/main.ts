@@ -26,7 +26,7 @@ import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
 import { createTestCa } from "../testing/certs.ts";
 import { meshedEndpoint, TestControlPlane } from "../testing/control_plane.ts";
 import { adminGet, applyInit, startProxy, startRelay, waitForLine } from "../testing/mesh_pods.ts";
-import { denoForUid, PodNetwork, sh } from "../testing/netns.ts";
+import { denoForUid, PodNetwork } from "../testing/netns.ts";
 import { LinuxOrigDst } from "../transport/orig_dst.ts";
 import type { WeightedAddr } from "../../proto/gen/destination.ts";
 import { Registry } from "prom-client";
@@ -34,6 +34,7 @@ import { HeaderList } from "../http/message.ts";
 import { HttpMetrics } from "../metrics/http_metrics.ts";
 import { grpcMessage } from "./h2_client.ts";
 import { type HttpPath, memoryMb, runHttpBench } from "./http_bench.ts";
+import { ensureBenchTools, STREAM_MODULE } from "./ensure_tools.ts";
 import * as net from "node:net";
 
 const SECS = Number(Deno.env.get("BENCH_SECONDS") ?? "4");
@@ -59,9 +60,12 @@ if (Deno.uid() !== 0) {
   console.error("bench:dataplane needs root (network namespaces and iptables)");
   Deno.exit(1);
 }
-const nginxBin = (await sh("sh", ["-c", "command -v nginx"], false)).stdout.trim();
-const nghttpdBin = (await sh("sh", ["-c", "command -v nghttpd"], false)).stdout.trim();
-const streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so";
+// nginx (reference pair) and nghttpd (gRPC backend), installed here when absent as cluster:up does.
+const tools = await ensureBenchTools((s) => console.error(s));
+for (const p of tools.problems) console.error(`bench:dataplane: ${p}`);
+const nginxBin = tools.nginx;
+const nghttpdBin = tools.nghttpd;
+const streamModule = STREAM_MODULE;
 
 /**
  * A meshed endpoint on an HTTP port, as Linkerd's destination controller announces a meshed pod
@@ -164,6 +168,9 @@ const cp = new TestControlPlane(`${work}/dst.sock`, `${work}/policy.sock`);
 let pods: PodNetwork | undefined;
 let uidDeno: Awaited<ReturnType<typeof denoForUid>> | undefined;
 const result: Record<string, number | string | null> = {};
+// Why a reference or gRPC figure is absent, in the JSON too (null when nothing is missing).
+result.bench_tools_problems = tools.problems.length ? tools.problems.join("; ") : null;
+result.bench_tools_installed = tools.installed.length ? tools.installed.join(" ") : null;
 try {
   pods = await PodNetwork.create(["a", "b", "c", "d"]);
   const [A, B, C, D] = ["a", "b", "c", "d"].map((n) => pods!.pod(n));
