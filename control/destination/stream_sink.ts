@@ -5,7 +5,7 @@
  * the watch path or other streams.
  */
 import * as grpc from "@grpc/grpc-js";
-import * as http2 from "node:http2";
+import { rstStream } from "../grpc/rst_stream.ts";
 
 export type ResetReason = "overflow" | "send_timeout";
 
@@ -93,24 +93,5 @@ export class StreamSink {
     clearTimeout(this.#timer);
     this.#queue = [];
     this.#head = 0;
-  }
-}
-
-/**
- * A status sent behind data the client does not read would never arrive, so the stream is
- * cancelled at the HTTP/2 level. grpc-js keeps the stream on the innermost call of its
- * interceptor chain; when its shape is not as expected this returns false.
- */
-function rstStream(call: unknown): boolean {
-  try {
-    // deno-lint-ignore no-explicit-any
-    let c: any = (call as any).call;
-    for (let i = 0; c && i < 10 && !c.stream; i++) c = c.nextCall;
-    const stream = c?.stream as http2.ServerHttp2Stream | undefined;
-    if (!stream || typeof stream.close !== "function") return false;
-    if (!stream.closed) stream.close(http2.constants.NGHTTP2_CANCEL);
-    return true;
-  } catch {
-    return false;
   }
 }
