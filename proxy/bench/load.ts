@@ -6,6 +6,8 @@
  *   connect <ip:port> <conc> <secs>             new connection per request → connections/s
  *   stream <ip:port> <secs>                     one connection, bulk upload echoed back → MB/s
  *   latency <ip:port> <rate> <conns> <secs>     fixed request rate, kept-alive → p50/p99 ms
+ *   first-byte <ip:port> <rate> <secs>          a new connection per request at a fixed rate →
+ *                                               p50/p99 ms from connect() to the first byte back
  *
  * Each client prints one JSON line. Loops are bounded by the given seconds.
  */
@@ -153,6 +155,44 @@ switch (mode) {
         p99_ms: percentile(samples, 0.99),
         samples: samples.length,
         skipped,
+      }),
+    );
+    break;
+  }
+  case "first-byte": {
+    // One at a time (sequential, paced): what one new connection costs when the proxies are not busy.
+    const a = addr(args[0]), rate = Number(args[1]), secs = Number(args[2]);
+    const req = new Uint8Array(16);
+    const total = Math.max(1, Math.floor(rate * secs));
+    const samples: number[] = [];
+    let errors = 0;
+    const start = performance.now();
+    for (let i = 0; i < total; i++) {
+      const wait = start + (i * 1000) / rate - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const t0 = performance.now();
+      try {
+        const s = await open(a);
+        const first = new Promise<void>((resolve, reject) => {
+          s.once("data", () => resolve());
+          s.once("error", reject);
+          s.once("close", () => reject(new Error("closed before the first byte")));
+        });
+        s.write(req);
+        await first;
+        samples.push(performance.now() - t0);
+        s.destroy();
+      } catch {
+        errors++;
+      }
+    }
+    samples.sort((x, y) => x - y);
+    console.log(
+      JSON.stringify({
+        p50_ms: percentile(samples, 0.5),
+        p99_ms: percentile(samples, 0.99),
+        samples: samples.length,
+        errors,
       }),
     );
     break;

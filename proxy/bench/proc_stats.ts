@@ -143,9 +143,9 @@ export async function loadAverage(): Promise<number> {
   return Number((await Deno.readTextFile("/proc/loadavg")).split(" ")[0]);
 }
 
-/** Median and range of a list of numbers (NaN-free). */
+/** Median and range of a list of numbers (NaNs dropped; Infinity, a run that failed, is kept). */
 export function spread(xs: number[]): { median: number; min: number; max: number } {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
   if (s.length === 0) return { median: NaN, min: NaN, max: NaN };
   const m = s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   return { median: m, min: s[0], max: s[s.length - 1] };
