@@ -20,7 +20,21 @@
  * summary says which, from the proxies' request_total). Durations: BENCH_SECONDS (L4 measures,
  * default 4), BENCH_HTTP_WARMUP_SECONDS (unmeasured 1,000/s run per path before the HTTP figures,
  * default 3), BENCH_HTTP_SECONDS (fixed-rate runs, default 5), BENCH_KNEE_SECONDS (knee steps,
- * default 2). Prints a summary, then one JSON object as the last line.
+ * default 2).
+ *
+ * Issue 15's figures: nginx and nghttpd are installed with apt-get when absent (ensure_tools.ts,
+ * only packages .ci/debian-packages lists; `bench_tools_problems` says what is missing). Per proxy,
+ * VmRSS/RssAnon/RssFile/VmHWM idle, after the HTTP part and after a long HTTP/1.1 run through the
+ * weft pair (BENCH_LONG_REQUESTS, default 200,000, at BENCH_LONG_RATE, default 1,500/s). At
+ * 1,000/s, per proxy: CPU µs, context switches (all threads) and, from `--trace-gc`
+ * (BENCH_PROXY_GC_TRACE=0 turns it off), main-thread GC ms per 1,000 requests. The fixed-rate runs
+ * are repeated BENCH_REPEATS times (default 3, paths interleaved) and given as median and range,
+ * ratios (weft ÷ nginx, pair ÷ direct) taken within each round; a low-rate run as the demo
+ * (BENCH_LOW_RATE, default 5/s, BENCH_LOW_RATE_SECONDS per round, default 20, one connection);
+ * new-connection first-byte latency (BENCH_FIRST_BYTE_RATE, default 20/s, one at a time); the CPU
+ * the rest of the machine used meanwhile (`background_cpu_cores`, from /proc/stat minus every
+ * process in the bench's namespaces and the bench itself) and the load average. Prints a summary
+ * and a Markdown table, then one JSON object as the last line.
  */
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
 import { createTestCa } from "../testing/certs.ts";
