@@ -33,6 +33,7 @@ import {
   teardownNetwork,
   unmountBelow,
 } from "./host.ts";
+import { NETNS_DIR, netnsDirProblem, prepareNetnsDir, readNetnsDirState } from "./netns_dir.ts";
 import { ensurePki } from "./pki.ts";
 import { type Binaries, processSpecs, writeConfigs } from "./components.ts";
 import { killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
@@ -244,6 +245,12 @@ export async function up(log: Log): Promise<UpResult> {
   });
 
   await prepareHost(log);
+  // Before containerd makes its first pod namespace there; see netns_dir.ts and the README.
+  const netns = await prepareNetnsDir();
+  if (netns.refused) log(`host: WARNING ${netns.refused}`);
+  else if (netns.changed) {
+    log(`host: ${NETNS_DIR} bind-mounted over itself and made shared (as \`ip netns\` does)`);
+  }
   await ensurePki(log);
   await writeConfigs();
 
@@ -398,6 +405,8 @@ export async function status(): Promise<string> {
     if (nodes.code === 0) lines.push("", nodes.stdout.trimEnd());
     const pods = await kubectl(["get", "pods", "-A"]);
     if (pods.code === 0) lines.push("", pods.stdout.trimEnd());
+    const netnsProblem = netnsDirProblem(await readNetnsDirState());
+    if (netnsProblem) lines.push("", `WARNING ${netnsProblem}`);
     lines.push("", `export KUBECONFIG=${ADMIN_KUBECONFIG}`);
   }
   return lines.join("\n");
