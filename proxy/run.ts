@@ -21,7 +21,7 @@ import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
 import { TcpMetrics } from "./metrics/tcp_metrics.ts";
 import { ConnTracker } from "./transport/conn_tracker.ts";
-import { type Listener, listenTcp } from "./transport/listen.ts";
+import { listenAll, type Listener } from "./transport/listen.ts";
 import { normalizeIp, type OrigDst } from "./transport/orig_dst.ts";
 import { MeshTls } from "./transport/tls.ts";
 
@@ -168,14 +168,11 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
       clearInterval(waiting);
     }
     log("info", `Certified identity: ${store.current()?.localName}`);
-    const inL = await listenTcp(config.inboundListen, inbound.handle);
+    const warn = (line: string) => log("warn", line);
+    const [inL] = await listenAll([config.inboundListen], inbound.handle, warn);
     listeners.push(inL);
-    const outL: Listener[] = [];
-    for (const a of config.outboundListen) {
-      const l = await listenTcp(a, outbound.handle);
-      listeners.push(l);
-      outL.push(l);
-    }
+    const outL = await listenAll(config.outboundListen, outbound.handle, warn);
+    listeners.push(...outL);
     log(
       "info",
       `inbound on ${inL.addr.ip}:${inL.addr.port}, outbound on ${
