@@ -11,7 +11,8 @@
  *   webhooks       a server-side dry run of a Pod comes back with a proxy; an invalid ServiceProfile
  *                  and an invalid Server are refused by the validators themselves
  *   data plane     every proxy of an injected pod is ready; pods in injected namespaces without one
- *                  (created while the injector was down) are a warning
+ *                  (created while the injector was down) are a warning, and so are pods stuck
+ *                  Terminating past their grace period (with the latest Warning event as the reason)
  */
 import { checkExpiry } from "../control/certs/expiry_check.ts";
 import { TrustAnchors } from "../control/identity/issuer.ts";
@@ -33,6 +34,7 @@ import {
   WEBHOOK_CERTS,
 } from "./render.ts";
 import { CONTROL_PLANE_DIR, CRD_DIR, podTrouble, rolledOut } from "./deploy.ts";
+import { formatStuck, stuckTerminating } from "./stuck_terminating.ts";
 
 export type Outcome = "ok" | "warn" | "fail";
 export interface CheckResult {
@@ -378,6 +380,23 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
       bad.length
         ? `proxy not ready in ${bad.map((p) => `${p.metadata.namespace}/${p.metadata.name}`).join(", ")}`
         : `${running.length} meshed pods outside ${NAMESPACE}, every proxy ready`,
+    );
+  });
+  await guard("data plane", "terminating pods", async () => {
+    // Cluster-wide: a pod that cannot finish terminating anywhere (e.g. a network namespace the runtime cannot
+    // remove) holds its workload's rollout, its namespace's deletion, and the node's resources.
+    const stuck = stuckTerminating(
+      await kube.list<Obj>("/api/v1/pods"),
+      await kube.list<Obj>("/api/v1/events", { fieldSelector: "involvedObject.kind=Pod,type=Warning" }),
+      Date.now(),
+    );
+    add(
+      "data plane",
+      "terminating pods",
+      stuck.length ? "warn" : "ok",
+      stuck.length
+        ? `stuck Terminating past their grace period: ${stuck.map(formatStuck).join("; ")}`
+        : "no pod Terminating past its grace period",
     );
   });
   await guard("data plane", "injected namespaces", async () => {

@@ -33,6 +33,7 @@ import {
   teardownNetwork,
   unmountBelow,
 } from "./host.ts";
+import { formatStuck, stuckTerminating } from "../../manifests/stuck_terminating.ts";
 import { NETNS_DIR, netnsDirProblem, prepareNetnsDir, readNetnsDirState } from "./netns_dir.ts";
 import { ensurePki } from "./pki.ts";
 import { type Binaries, processSpecs, writeConfigs } from "./components.ts";
@@ -405,9 +406,37 @@ export async function status(): Promise<string> {
     if (nodes.code === 0) lines.push("", nodes.stdout.trimEnd());
     const pods = await kubectl(["get", "pods", "-A"]);
     if (pods.code === 0) lines.push("", pods.stdout.trimEnd());
+    lines.push(...(await stuckPodLines()));
     const netnsProblem = netnsDirProblem(await readNetnsDirState());
     if (netnsProblem) lines.push("", `WARNING ${netnsProblem}`);
     lines.push("", `export KUBECONFIG=${ADMIN_KUBECONFIG}`);
   }
   return lines.join("\n");
+}
+
+/** Pods Terminating past their grace period, each with its reason and the kubelet's last word on it. */
+async function stuckPodLines(): Promise<string[]> {
+  const pods = await kubectl(["get", "pods", "-A", "-o", "json"]);
+  const events = await kubectl(["get", "events", "-A", "-o", "json"]);
+  if (pods.code !== 0) return [];
+  const stuck = stuckTerminating(
+    JSON.parse(pods.stdout).items ?? [],
+    events.code === 0 ? JSON.parse(events.stdout).items ?? [] : [],
+    Date.now(),
+  );
+  if (!stuck.length) return [];
+  // The kubelet often logs the cause (e.g. a sandbox it cannot remove) without an event: its last error line
+  // about the pod, from the log's tail.
+  let log: string[] = [];
+  try {
+    const text = await Deno.readTextFile(logFile("kubelet"));
+    log = text.slice(-4_000_000).split("\n").filter((l) => /^E\d{4} /.test(l));
+  } catch { /* no log */ }
+  const out = ["", `WARNING ${stuck.length} pod(s) stuck Terminating:`];
+  for (const s of stuck) {
+    out.push(`  ${formatStuck(s)}`);
+    const said = log.findLast((l) => l.includes(`pod="${s.namespace}/${s.name}"`) || l.includes(s.uid));
+    if (said) out.push(`    kubelet: ${said.length > 400 ? said.slice(0, 399) + "…" : said}`);
+  }
+  return out;
 }
