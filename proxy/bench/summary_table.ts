@@ -93,7 +93,7 @@ export function summaryTable(r: Result): string {
     path(`${title} max req/s per proxy core`, `${key}_{p}_rps_per_core`, undefined, false);
   }
   if ("direct_cps" in r) {
-    path("new connections/s (L4, 8 at a time)", "{p}_cps");
+    path("new connections/s (L4, 8 at a time)", "{p}_cps", "mesh_vs_reference_cps");
     path("new connection first byte p50 ms (L4)", "{p}_new_conn_first_byte_p50_ms");
     path("new connection first byte p99 ms (L4)", "{p}_new_conn_first_byte_p99_ms");
   }
