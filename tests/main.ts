@@ -27,8 +27,15 @@ function log(line: string): void {
 }
 
 async function run(cmd: string, argv: string[], env?: Record<string, string>): Promise<number> {
-  const child = new Deno.Command(cmd, { args: argv, cwd: root, env, stdout: "inherit", stderr: "inherit" })
-    .spawn();
+  let child;
+  try {
+    child = new Deno.Command(cmd, { args: argv, cwd: root, env, stdout: "inherit", stderr: "inherit" })
+      .spawn();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    console.error(`[test] ${cmd} is not installed (not on PATH)`);
+    return 127;
+  }
   return (await child.status).code;
 }
 
@@ -106,6 +113,12 @@ if (runChecks) {
   await check("deno lint", deno, ["lint"]);
   await check("deno check (type-check everything)", deno, ["check", "."]);
   await check("proto/gen is up to date", "bash", ["proto/gen.sh", "--check"]);
+  // The image's launcher is Go (standard library only): its tests run offline with the Go that .ci/run provides.
+  await check("go test images/launcher", "go", ["-C", "images/launcher", "test", "./..."], {
+    GOPROXY: "off",
+    GOTOOLCHAIN: "local",
+    GOFLAGS: "-mod=mod -buildvcs=false",
+  });
 }
 
 if (!onlyCluster) addOutcome(total, await denoTest("unit", files.filter((f) => !isClusterTest(f))));
