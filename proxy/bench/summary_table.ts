@@ -92,6 +92,23 @@ export function summaryTable(r: Result): string {
     path(`${title} max req/s (knee)`, `${key}_{p}_max_rps`);
     path(`${title} max req/s per proxy core`, `${key}_{p}_rps_per_core`, undefined, false);
   }
+  if ("long_run_requests" in r) {
+    const n = r.long_run_requests;
+    rows.push([
+      `HTTP/1.1 CPU µs/req per proxy, long run (${n} req)`,
+      "—",
+      cell(r, "long_run_proxy_cpu_us_per_req"),
+      "—",
+      "—",
+    ]);
+    rows.push([
+      `HTTP/1.1 GC ms per 1k req per proxy, long run`,
+      "—",
+      cell(r, "long_run_proxy_gc_ms_per_1k_req"),
+      "—",
+      "—",
+    ]);
+  }
   if ("direct_cps" in r) {
     path("new connections/s (L4, 8 at a time)", "{p}_cps", "mesh_vs_reference_cps");
     path("new connection first byte p50 ms (L4)", "{p}_new_conn_first_byte_p50_ms");
