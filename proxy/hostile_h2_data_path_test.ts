@@ -20,7 +20,7 @@ import { until } from "./testing/poll.ts";
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("hostile HTTP/2 pod tests skipped: network namespaces and iptables need root");
 
-const podApp = new URL("./http/h2/hostile_pod_app.ts", import.meta.url).pathname;
+const podApp = new URL("./testing/h2_hostile_pod_app.ts", import.meta.url).pathname;
 const deno = Deno.execPath();
 const ID = (sa: string) => `${sa}.default.serviceaccount.identity.linkerd.cluster.local`;
 const PORT = 7201;
