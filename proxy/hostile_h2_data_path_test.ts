@@ -7,15 +7,15 @@
  * RSS_BOUND_MIB. Skipped when not root.
  */
 import assert from "node:assert/strict";
-import type { Authz, Server } from "../proto/gen/inbound.ts";
 import { ProxyEnv } from "../proto/env.ts";
-import { toIpAddress } from "../proto/ip.ts";
 import { DEFAULT_PROXY_UID } from "../proto/ports.ts";
 import { createTestCa } from "./testing/certs.ts";
 import { meshedHttpEndpoint, TestControlPlane } from "./testing/control_plane.ts";
 import { denoForUid, PodNetwork } from "./testing/netns.ts";
 import { adminGet, applyInit, denoRun, startProxy, startRelay, waitForLine } from "./testing/mesh_pods.ts";
 import { until } from "./testing/poll.ts";
+import { detectServer } from "./testing/inbound_servers.ts";
+import { rssMib } from "./testing/rss.ts";
 
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("hostile HTTP/2 pod tests skipped: network namespaces and iptables need root");
@@ -30,31 +30,7 @@ const RSS_BOUND_MIB = 64;
 const STALL_S = 8;
 const ENHANCE_YOUR_CALM = 0xb;
 
-const everywhere = [
-  { net: { ip: toIpAddress("0.0.0.0"), prefixLen: 0 }, except: [] },
-  { net: { ip: toIpAddress("::"), prefixLen: 0 }, except: [] },
-];
-const allowAll: Authz = {
-  networks: everywhere,
-  authentication: { permit: { $case: "unauthenticated", value: {} } },
-  labels: {},
-  metadata: { kind: { $case: "default", value: "all" } },
-};
-const h2Server: Server = {
-  protocol: {
-    kind: { $case: "detect", value: { timeout: { seconds: 10n, nanos: 0 }, httpRoutes: [] } },
-  },
-  serverIps: [],
-  authorizations: [allowAll],
-  labels: { group: "policy.linkerd.io", kind: "server", name: "h2" },
-};
-
-/** VmRSS of a process in MiB, from /proc (0 once it is gone). */
-async function rssMib(pid: number): Promise<number> {
-  const s = await Deno.readTextFile(`/proc/${pid}/status`).catch(() => "");
-  const m = s.match(/^VmRSS:\s+(\d+) kB/m);
-  return m ? Number(m[1]) / 1024 : 0;
-}
+const h2Server = detectServer("h2");
 
 Deno.test({
   name: "hostile: h2 attackers through two meshed proxies",
