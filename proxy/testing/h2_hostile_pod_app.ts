@@ -18,7 +18,16 @@
  */
 import * as http2 from "node:http2";
 import * as net from "node:net";
-import { call, concat, errorCode, FLAG, FRAME, frame, hpackLiteral, RawH2Client } from "../http/h2/testing.ts";
+import {
+  call,
+  concat,
+  errorCode,
+  FLAG,
+  FRAME,
+  frame,
+  hpackLiteral,
+  RawH2Client,
+} from "../http/h2/testing.ts";
 
 const GIB = 1 << 30;
 const print = (v: unknown) => console.log(JSON.stringify(v));
