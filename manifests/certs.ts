@@ -18,7 +18,7 @@ export const LIFETIMES = {
   webhookCa: 3650 * DAY,
   webhookServing: 365 * DAY,
 };
-/** Deploy replaces a certificate with less than this left (check:mesh's default threshold is 60 days). */
+/** Deploy replaces a certificate with less than this left (mesh:check's default threshold is 60 days). */
 export const RENEW_BEFORE_MS = 90 * DAY;
 
 export interface Pair {

@@ -1,7 +1,7 @@
 /**
  * Deploys to the real cluster (KUBECONFIG), twice, and checks what a user would: the control plane
  * is ready with certified proxies, the second deploy changes nothing (apart from rolling out a new
- * build of the image, if the code changed in between), and check:mesh passes. It leaves the control
+ * build of the image, if the code changed in between), and mesh:check passes. It leaves the control
  * plane running for the end-to-end tests.
  */
 import assert from "node:assert/strict";
@@ -35,7 +35,7 @@ async function runDeploy(kube: Kube): Promise<{ summary: DeploySummary; lines: s
 }
 
 Deno.test({
-  name: "deploy brings the control plane up meshed, a second deploy changes nothing, check:mesh passes",
+  name: "deploy brings the control plane up meshed, a second deploy changes nothing, mesh:check passes",
   ignore: !KUBECONFIG,
   sanitizeOps: false,
   sanitizeResources: false,

@@ -1,6 +1,6 @@
 /**
  * `deno run -A manifests/main.ts <deploy|undeploy|check|render> [flags]` (deno tasks `deploy`,
- * `undeploy`, `check:mesh`). The only module here that reads the environment and arguments.
+ * `undeploy`, `mesh:check`). The only module here that reads the environment and arguments.
  */
 import { stringify } from "yaml";
 import { WEFT_IMAGE } from "../images/build.ts";
@@ -32,7 +32,7 @@ import type { TargetFlags } from "./target.ts";
 import { undeploy } from "./undeploy.ts";
 
 export const USAGE =
-  `usage: deno task deploy | undeploy | check:mesh [flags]   (manifests/main.ts deploy|undeploy|check|render)
+  `usage: deno task deploy | undeploy | mesh:check [flags]   (manifests/main.ts deploy|undeploy|check|render)
 
 deploy     build and load the image, apply CRDs, certificates and the control plane, wait until it is ready
   --kubeconfig=PATH              default: $KUBECONFIG, else ~/.kube/config
@@ -235,8 +235,8 @@ export async function main(args: string[]): Promise<number> {
       const warned = results.filter((r) => r.outcome === "warn").length;
       console.log(
         failed
-          ? `check:mesh: ${failed} of ${results.length} checks failed`
-          : `check:mesh: all ${results.length} checks passed${warned ? ` (${warned} warnings)` : ""}`,
+          ? `mesh:check: ${failed} of ${results.length} checks failed`
+          : `mesh:check: all ${results.length} checks passed${warned ? ` (${warned} warnings)` : ""}`,
       );
       return failed ? 1 : 0;
     }

@@ -1,6 +1,6 @@
 /**
  * Pods stuck in Terminating: deleted, past their grace period (plus some slack for the kubelet to report), and
- * still in the API. Pure, for `cluster:status` and `check:mesh`: neither should stay silent about them (issue
+ * still in the API. Pure, for `cluster:status` and `mesh:check`: neither should stay silent about them (issue
  * 16, where a hidden network-namespace mount kept pods Terminating for ever).
  */
 

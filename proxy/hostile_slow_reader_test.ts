@@ -20,7 +20,7 @@ const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("slow reader tests skipped: network namespaces and iptables need root");
 
 const slowApp = new URL("./testing/slow_reader_app.ts", import.meta.url).pathname;
-const httpApp = new URL("./http/data_path_app.ts", import.meta.url).pathname;
+const httpApp = new URL("./testing/data_path_app.ts", import.meta.url).pathname;
 const TCP_PORT = 7090;
 const HTTP_PORT = 7091;
 /** The same HTTP/1 server, announced with the h2 hint: the proxies carry it over HTTP/2. */

@@ -25,7 +25,7 @@ import {
 } from "./testing/inbound_servers.ts";
 import { MeshFixture, workloadOf } from "./testing/mesh_fixture.ts";
 import { identityOf as ID } from "./testing/mesh_pods.ts";
-import { msDuration } from "./http/route/duration.ts";
+import { msDuration } from "./core/duration.ts";
 import type { HttpRouteMatch } from "../proto/gen/http_route.ts";
 import { metric, until } from "./testing/poll.ts";
 import { detectHttp } from "./http/detect.ts";
@@ -34,7 +34,7 @@ import { HOSTILE_CORPUS } from "./http/h1/hostile_corpus.ts";
 const ignore = Deno.uid() !== 0;
 if (ignore) console.warn("HTTP data path tests skipped: network namespaces and iptables need root");
 
-const appTs = new URL("./http/data_path_app.ts", import.meta.url).pathname;
+const appTs = new URL("./testing/data_path_app.ts", import.meta.url).pathname;
 const WEB = "web.default.svc.cluster.local:7001";
 const GRPC = "grpc.default.svc.cluster.local:7101";
 const EMPTY = "empty.default.svc.cluster.local:7005";

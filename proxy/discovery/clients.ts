@@ -23,7 +23,7 @@ import {
   PolicyError,
   type PortPolicy,
 } from "../inbound/authorize.ts";
-import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "../inbound/http_authorize.ts";
+import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "../inbound/http/authorize.ts";
 import type { Log } from "../log.ts";
 import { InboundPolicyMetrics } from "../metrics/policy_metrics.ts";
 import { controlChannelOptions, controlCredentials, controlTarget, runStream } from "./control_client.ts";

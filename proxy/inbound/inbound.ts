@@ -21,7 +21,7 @@ import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import type { Cidr } from "../config/parse.ts";
 import type { Discovery, InboundPortPolicy } from "../discovery/clients.ts";
 import { DetectError, type Detection, detectProtocol } from "../http/detect.ts";
-import type { InboundHttp } from "../http/inbound_stack.ts";
+import type { InboundHttp } from "./http/stack.ts";
 import type { Log } from "../log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";
@@ -32,7 +32,7 @@ import { normalizeIp, type OrigDst } from "../transport/orig_dst.ts";
 import { peek } from "../transport/peek.ts";
 import { type MeshTls, MeshTlsError } from "../transport/tls.ts";
 import { authorize, defaultPolicy, type PortProtocol } from "./authorize.ts";
-import { httpServerFromPort } from "./http_authorize.ts";
+import { httpServerFromPort } from "./http/authorize.ts";
 
 export interface InboundOptions {
   inboundPort: number;

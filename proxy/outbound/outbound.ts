@@ -12,8 +12,8 @@ import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transp
 import type { OutboundPolicy } from "../../proto/gen/outbound.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 import { DetectError, detectProtocol } from "../http/detect.ts";
-import type { OutboundHttp } from "../http/outbound_stack.ts";
-import { durationMs } from "../http/route/duration.ts";
+import type { OutboundHttp } from "./http/logical.ts";
+import { durationMs } from "../core/duration.ts";
 import type { Log } from "../log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";

@@ -28,7 +28,7 @@ import {
 } from "../../proto/gen/outbound.ts";
 import type { GetDestination } from "../../proto/gen/destination.ts";
 import { fromIpAddress, toIpAddress } from "../../proto/ip.ts";
-import { msDuration } from "../http/route/duration.ts";
+import { msDuration } from "../core/duration.ts";
 
 export interface TestControlPlaneTables {
   /** Destination.Get path → endpoints; unknown paths get no_endpoints{exists:false}. */

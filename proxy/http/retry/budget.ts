@@ -9,7 +9,7 @@
  */
 import type { RetryBudget as ProtoRetryBudget } from "../../../proto/gen/destination.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
-import { durationMs } from "../route/duration.ts";
+import { durationMs } from "../../core/duration.ts";
 
 export interface RetryBudgetConfig {
   ttlMs: number;

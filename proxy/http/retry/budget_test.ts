@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../../proto/support/fake_clock.ts";
-import { msDuration } from "../route/duration.ts";
+import { msDuration } from "../../core/duration.ts";
 import { DEFAULT_RETRY_BUDGET, RetryBudget, retryBudgetConfig } from "./budget.ts";
 
 const drain = (b: RetryBudget) => {

@@ -9,7 +9,7 @@
  */
 import type { Clock } from "../../../proto/support/clock.ts";
 import { backoffDelay } from "../../discovery/backoff.ts";
-import type { Rng } from "../balance/rng.ts";
+import type { Rng } from "../../core/rng.ts";
 import { type Body, type HttpRequest, type HttpResponse, type HttpService, isGrpc } from "../message.ts";
 import { peekTrailers } from "./peek_trailers.ts";
 import { isRetryableError, isRetryableResponse, needsTrailers, type RetryPolicy } from "./policy.ts";

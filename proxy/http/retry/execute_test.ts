@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../../proto/support/fake_clock.ts";
-import { seededRng } from "../balance/rng.ts";
+import { seededRng } from "../../core/rng.ts";
 import {
   type Body,
   bytesBody,
@@ -10,7 +10,7 @@ import {
   type HttpResponse,
   type HttpService,
 } from "../message.ts";
-import { request } from "../route/testing.ts";
+import { request } from "../../route/testing.ts";
 import { RetryBudget } from "./budget.ts";
 import { execute, type ExecuteDeps, type RequestPlan } from "./execute.ts";
 import { grpcRetryPolicy, httpRetryPolicy, profileRetryPolicy, type RetryPolicy } from "./policy.ts";

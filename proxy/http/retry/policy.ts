@@ -9,15 +9,15 @@
  */
 import type { GrpcRoute_Retry, HttpRoute_Retry } from "../../../proto/gen/outbound.ts";
 import type { Backoff } from "../../config/config.ts";
-import { backoffConfig } from "../balance/config.ts";
+import { backoffConfig } from "../../balance/config.ts";
 import type { HeaderList } from "../message.ts";
 import {
   grpcStatusOf,
   ResponseClassification,
   type ResponseClassifier,
 } from "../../metrics/response_class.ts";
-import { durationMs } from "../route/duration.ts";
-import { RouteConfigError } from "../route/meta.ts";
+import { durationMs } from "../../core/duration.ts";
+import { RouteConfigError } from "../../route/meta.ts";
 import type { RetryBudget } from "./budget.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./replay_body.ts";
 import { TimeoutError } from "./timeouts.ts";

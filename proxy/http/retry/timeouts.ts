@@ -17,7 +17,7 @@ import type { Duration } from "../../../proto/gen/google/protobuf/duration.ts";
 import type { Timeouts } from "../../../proto/gen/http_route.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { type Body, type HeaderList, HttpError } from "../message.ts";
-import { durationMs } from "../route/duration.ts";
+import { durationMs } from "../../core/duration.ts";
 
 export interface RouteTimeouts {
   readonly requestMs?: number;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../../proto/support/fake_clock.ts";
-import { msDuration } from "../route/duration.ts";
+import { msDuration } from "../../core/duration.ts";
 import { NO_TIMEOUTS, routeTimeouts, StreamTimer, TimeoutError } from "./timeouts.ts";
 
 Deno.test("route timeouts: from Timeouts, with the deprecated requestTimeout as fallback; 0 = none", () => {

@@ -1,0 +1,203 @@
+/**
+ * The inbound HTTP stack: serves one accepted (possibly mesh-TLS) connection as HTTP/1 or HTTP/2
+ * and, per request, authorizes it against its route of the port's Server policy (403 / gRPC
+ * PERMISSION_DENIED, 404 for no route), replaces `l5d-client-id` with the mTLS client identity,
+ * undoes the outbound proxy's HTTP/2 upgrade (`l5d-orig-proto`), and forwards to the application
+ * at the address the client dialled (the pod's own ip:port rather than 127.0.0.1, so a port the
+ * app bound to loopback only stays private) — one HTTP/1 pool and one HTTP/2 connection per
+ * ip:port, shared by all clients.
+ * Every request is counted in the inbound HTTP metrics with its server, route and authorization.
+ */
+import type * as net from "node:net";
+import type { Duplex } from "node:stream";
+import type { Log } from "../../log.ts";
+import type { ConnMeta } from "../authorize.ts";
+import {
+  denialResponse,
+  HttpAuthorizer,
+  type HttpServerPolicy,
+  type InboundDenial,
+  type InboundPermit,
+} from "./authorize.ts";
+import {
+  type CounterHandle,
+  httpErrorKind,
+  type HttpMetrics,
+  type InboundScope,
+  instrumentResponse,
+  type TlsLabels,
+} from "../../metrics/http_metrics.ts";
+import { connectTcp } from "../../transport/connect.ts";
+import { type Rng, systemRng } from "../../core/rng.ts";
+import { setClientId } from "../../http/client_id_header.ts";
+import { Http1Pool, serveHttp1 } from "../../http/h1/mod.ts";
+import { Http2Connection } from "../../http/h2/client.ts";
+import { serveHttp2 } from "../../http/h2/server.ts";
+import { type HttpResponse, type HttpService, isGrpc } from "../../http/message.ts";
+import { markDowngradedResponse, takeOrigProto } from "../../http/orig_proto.ts";
+
+/** `ip:port`, with brackets around an IPv6 address. */
+function addrKey(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+/** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
+const DRAIN_GRACE_MS = 10_000;
+
+export interface InboundHttpDeps {
+  metrics: HttpMetrics;
+  connectTimeoutMs: number;
+  log: Log;
+  /** Aborted when the proxy starts draining: connections finish their requests and close. */
+  drain?: AbortSignal;
+  rng?: Rng;
+}
+
+export interface InboundHttpConn {
+  /** The application address requests go to: the pod address the client dialled. */
+  ip: string;
+  /** The application port requests go to. */
+  port: number;
+  /** Original destination, for `target_addr`. */
+  targetAddr: string;
+  conn: ConnMeta;
+  tls: TlsLabels;
+  /** The port's current HTTP policy (read per request, so policy updates apply to open connections). */
+  policy: () => HttpServerPolicy;
+}
+
+export class InboundHttp {
+  readonly #deps: InboundHttpDeps;
+  // Keyed by ip:port: a pod with several addresses gets one pool per address.
+  readonly #h1 = new Map<string, Http1Pool>();
+  readonly #h2 = new Map<string, Http2Connection>();
+
+  constructor(deps: InboundHttpDeps) {
+    this.#deps = deps;
+  }
+
+  #pool(ip: string, port: number): Http1Pool {
+    const key = addrKey(ip, port);
+    let p = this.#h1.get(key);
+    if (!p) {
+      const timeout = this.#deps.connectTimeoutMs;
+      p = new Http1Pool({ connect: (): Promise<Duplex> => connectTcp(ip, port, timeout) });
+      this.#h1.set(key, p);
+    }
+    return p;
+  }
+
+  #conn(ip: string, port: number): Http2Connection {
+    const key = addrKey(ip, port);
+    let c = this.#h2.get(key);
+    if (!c) {
+      const timeout = this.#deps.connectTimeoutMs;
+      c = new Http2Connection({
+        connect: () => connectTcp(ip, port, timeout),
+        name: key,
+        connectTimeoutMs: timeout,
+        log: this.#deps.log,
+      });
+      this.#h2.set(key, c);
+    }
+    return c;
+  }
+
+  /** The per-connection service (exported for tests of the stack without sockets). */
+  service(c: InboundHttpConn): HttpService {
+    const m = this.#deps.metrics;
+    const rng = this.#deps.rng ?? systemRng;
+    const authorizer = new HttpAuthorizer(c.conn);
+    // Decisions are cached per connection and route, so their objects key the counters.
+    const counters = new WeakMap<InboundPermit | InboundDenial, CounterHandle>();
+    let scope: InboundScope | undefined;
+    let scopeServer: unknown;
+    return async (req, signal) => {
+      const grpc = isGrpc(req.headers);
+      const d = authorizer.authorize(c.policy(), req, rng);
+      if (!d.allow) {
+        let h = counters.get(d);
+        if (!h) {
+          h = d.reason === "route_not_found"
+            ? m.routeNotFound({ targetAddr: c.targetAddr, tls: c.tls, server: d.server })
+            : m.authzDeny({ targetAddr: c.targetAddr, tls: c.tls, server: d.server, route: d.route! });
+          counters.set(d, h);
+        }
+        h.inc();
+        return denialResponse(d, grpc);
+      }
+      const permit = "permit" in d ? d.permit : d;
+      let h = counters.get(permit);
+      if (!h) {
+        h = m.authzAllow({
+          targetAddr: c.targetAddr,
+          tls: c.tls,
+          server: permit.server,
+          route: permit.route,
+          authz: permit.authz,
+        });
+        counters.set(permit, h);
+      }
+      h.inc();
+      if ("response" in d) return d.response;
+      setClientId(req.headers, authorizer.clientId);
+      const orig = takeOrigProto(req);
+      if (scope === undefined || scopeServer !== permit.server) {
+        scope = m.inboundScope({ targetAddr: c.targetAddr, tls: c.tls, server: permit.server });
+        scopeServer = permit.server;
+      }
+      const rec = scope.get(req.authority, permit.route, permit.authz).start(grpc);
+      let res: HttpResponse;
+      try {
+        if (orig !== undefined) {
+          req.version = orig;
+          res = await this.#pool(c.ip, c.port).request(req, signal);
+          markDowngradedResponse(res, orig);
+        } else if (req.version === "HTTP/2") {
+          res = await this.#conn(c.ip, c.port).request(req, signal);
+        } else {
+          res = await this.#pool(c.ip, c.port).request(req, signal);
+        }
+      } catch (e) {
+        rec.fail(e);
+        throw e;
+      }
+      return instrumentResponse(rec, res);
+    };
+  }
+
+  /** Serves the connection until it closes. */
+  async serve(sock: net.Socket, version: "http1" | "http2", c: InboundHttpConn): Promise<void> {
+    const inner = this.service(c);
+    // Requests the proxy fails itself (e.g. the application refused the connection) are counted here.
+    const m = this.#deps.metrics;
+    const svc: HttpService = (req, signal) =>
+      inner(req, signal).catch((e) => {
+        m.inboundError(httpErrorKind(e)).inc();
+        throw e;
+      });
+    const drain = this.#deps.drain;
+    if (version === "http2") {
+      const conn = serveHttp2(sock, svc, { log: this.#deps.log });
+      const onDrain = () => void conn.close(DRAIN_GRACE_MS);
+      drain?.addEventListener("abort", onDrain, { once: true });
+      await conn.closed;
+      drain?.removeEventListener("abort", onDrain);
+    } else {
+      await serveHttp1(sock, svc, {
+        signal: drain,
+        // A client may half-close (FIN, or TLS close_notify) once its request is sent and still
+        // wait for the answer; aborting on it lost responses the app was about to give.
+        halfClose: true,
+        onError: (e) => this.#deps.log("debug", `inbound http ${c.targetAddr}: ${e.message}`),
+      });
+    }
+  }
+
+  close(): void {
+    for (const p of this.#h1.values()) p.close();
+    for (const c of this.#h2.values()) c.close(1000).catch(() => {});
+    this.#h1.clear();
+    this.#h2.clear();
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * The concrete layer of the outbound HTTP stack: one backend (a Destination.Get path or one fixed
+ * address) as a P2C peak-EWMA balancer over its endpoint clients, kept in sync with discovery.
+ * The logical layer (`logical.ts`) picks which backend a request goes to; the endpoint layer
+ * (`endpoint.ts`) sends it.
+ */
+import type { WeightedAddr } from "../../../proto/gen/destination.ts";
+import type { Clock } from "../../../proto/support/clock.ts";
+import { addrKey, type Discovery, type EndpointSet } from "../../discovery/clients.ts";
+import type { WatchHandle } from "../../discovery/shared_watch.ts";
+import type { ResponseClassifier } from "../../metrics/response_class.ts";
+import { endpointTarget, type Target } from "../resolve.ts";
+import { Balancer, type FailureAccrualConfig, type QueueConfig } from "../../balance/balancer.ts";
+import { preciseClock } from "../../core/clock.ts";
+import type { PeakEwmaConfig } from "../../balance/peak_ewma.ts";
+import type { Rng } from "../../core/rng.ts";
+import { EndpointClient, type EndpointClientDeps } from "./endpoint.ts";
+import type { Body, HeaderList, HttpRequest, HttpResponse } from "../../http/message.ts";
+
+export interface ConcreteDeps extends EndpointClientDeps {
+  discovery: Discovery;
+  /** How long a request waits for a backend's first Destination answer. */
+  discoveryTimeoutMs: number;
+  /** Our own addresses: endpoints there are reached in plaintext and never upgraded. */
+  localIps: ReadonlySet<string>;
+  clock?: Clock;
+  rng?: Rng;
+}
+
+/** Endpoints that were removed stay open this long for requests already on them. */
+const RETIRE_GRACE_MS = 10_000;
+
+function isLocal(ip: string, local: ReadonlySet<string>): boolean {
+  return ip.startsWith("127.") || ip === "::1" || local.has(ip);
+}
+
+/** What one backend balances over: a Destination.Get path, or one fixed address. */
+export type BackendSource =
+  | { kind: "path"; path: string }
+  | { kind: "forward"; addr: WeightedAddr | undefined; ip: string; port: number };
+
+/** One balancer with its endpoint clients, kept in sync with its discovery watch. */
+export class BackendState {
+  readonly balancer: Balancer<EndpointClient>;
+  readonly #deps: ConcreteDeps;
+  readonly #source: BackendSource;
+  readonly #handle: WatchHandle<EndpointSet> | undefined;
+  #synced: unknown = null;
+  #clients = new Map<string, EndpointClient>();
+  #waited = false;
+
+  constructor(
+    name: string,
+    source: BackendSource,
+    cfg: { ewma: PeakEwmaConfig; queue: QueueConfig; accrual: FailureAccrualConfig | undefined },
+    deps: ConcreteDeps,
+  ) {
+    this.#deps = deps;
+    this.#source = source;
+    this.balancer = new Balancer<EndpointClient>({
+      name,
+      ewma: cfg.ewma,
+      queue: cfg.queue,
+      accrual: cfg.accrual,
+      clock: deps.clock ?? preciseClock,
+      rng: deps.rng,
+    });
+    // A forward without mesh metadata asks Destination about that address (as the L4 path does).
+    const path = source.kind === "path"
+      ? source.path
+      : source.addr?.tlsIdentity
+      ? undefined
+      : addrKey(source.ip, source.port);
+    this.#handle = path === undefined ? undefined : deps.discovery.destination.subscribe(path);
+  }
+
+  #target(w: WeightedAddr | undefined, ip: string, port: number): Target {
+    if (isLocal(ip, this.#deps.localIps) || !w) {
+      return {
+        kind: "plain",
+        ip,
+        port,
+        reason: isLocal(ip, this.#deps.localIps) ? "loopback" : "not_provided_by_service_discovery",
+      };
+    }
+    return endpointTarget(w, { ip, port });
+  }
+
+  #sync(): void {
+    const state = this.#handle?.current().state;
+    if (this.#handle && state === this.#synced) return;
+    if (!this.#handle && this.#synced !== null) return;
+    this.#synced = this.#handle ? state : true;
+    const want = new Map<string, { w: WeightedAddr | undefined; ip: string; port: number }>();
+    const s = this.#source;
+    if (s.kind === "path") {
+      for (const [k, w] of state?.endpoints ?? []) {
+        const t = endpointTarget(w, { ip: "", port: 0 });
+        want.set(k, { w, ip: t.ip, port: t.kind === "meshed" ? t.targetPort : t.port });
+      }
+    } else {
+      const k = addrKey(s.ip, s.port);
+      const found = state?.endpoints.get(k);
+      want.set(k, { w: s.addr?.tlsIdentity ? s.addr : found, ip: s.ip, port: s.port });
+    }
+    const next = new Map<string, EndpointClient>();
+    for (const [k, e] of want) {
+      const target = this.#target(e.w, e.ip, e.port);
+      const old = this.#clients.get(k);
+      if (old && old.sameAs(target, e.w)) {
+        next.set(k, old);
+        continue;
+      }
+      const c = new EndpointClient(target, e.w, this.#deps);
+      c.warm();
+      next.set(k, c);
+    }
+    for (const [k, c] of this.#clients) if (next.get(k) !== c) retire(c);
+    this.#clients = next;
+    this.balancer.update(next);
+  }
+
+  async send(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
+    this.#sync();
+    const h = this.#handle;
+    if (!this.#waited && h && h.current().state === undefined) {
+      this.#waited = true;
+      await h.ready(this.#deps.discoveryTimeoutMs);
+      this.#sync();
+    }
+    const clock = this.#deps.clock ?? preciseClock;
+    const b = this.balancer;
+    const lease = b.pick(clock.now()) ?? await b.acquire(signal);
+    let res: HttpResponse;
+    try {
+      res = await lease.endpoint.request(req, signal, classifier);
+    } catch (e) {
+      lease.done(false, clock.now());
+      throw e;
+    }
+    lease.responded(clock.now());
+    const early = res.headers.get("grpc-status");
+    if (early !== undefined || res.upgrade) {
+      lease.done(res.status < 500 && (early === undefined || early === "0"), clock.now());
+      return res;
+    }
+    res.body = new LeaseBody(res.body, res.status, (ok) => lease.done(ok, clock.now()));
+    return res;
+  }
+
+  close(): void {
+    this.#handle?.release();
+    this.balancer.close();
+    for (const c of this.#clients.values()) retire(c);
+    this.#clients.clear();
+  }
+}
+
+function retire(c: EndpointClient): void {
+  Deno.unrefTimer(setTimeout(() => c.close(1000), RETIRE_GRACE_MS));
+}
+
+/** Reports the response's end to the balancer (failure accrual sees gRPC statuses in trailers). */
+class LeaseBody implements Body {
+  #inner: Body;
+  #status: number;
+  #done: ((ok: boolean) => void) | undefined;
+
+  constructor(inner: Body, status: number, done: (ok: boolean) => void) {
+    this.#inner = inner;
+    this.#status = status;
+    this.#done = done;
+  }
+
+  get length(): number | undefined {
+    return this.#inner.length;
+  }
+
+  get trailers(): HeaderList | undefined {
+    return this.#inner.trailers;
+  }
+
+  #finish(ok: boolean): void {
+    const d = this.#done;
+    this.#done = undefined;
+    d?.(ok);
+  }
+
+  async read(): Promise<Uint8Array | null> {
+    let chunk: Uint8Array | null;
+    try {
+      chunk = await this.#inner.read();
+    } catch (e) {
+      this.#finish(false);
+      throw e;
+    }
+    return this.#seen(chunk);
+  }
+
+  readNow(): Uint8Array | null | undefined {
+    let chunk: Uint8Array | null | undefined;
+    try {
+      chunk = this.#inner.readNow?.();
+    } catch (e) {
+      this.#finish(false);
+      throw e;
+    }
+    return chunk === undefined ? undefined : this.#seen(chunk);
+  }
+
+  #seen(chunk: Uint8Array | null): Uint8Array | null {
+    if (chunk === null) {
+      const g = this.#inner.trailers?.get("grpc-status");
+      this.#finish(this.#status < 500 && (g === undefined || g === "0"));
+    }
+    return chunk;
+  }
+
+  cancel(reason?: Error): void {
+    this.#finish(this.#status < 500);
+    this.#inner.cancel(reason);
+  }
+}

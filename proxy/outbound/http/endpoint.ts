@@ -1,0 +1,177 @@
+/**
+ * The HTTP client for one outbound endpoint, as Linkerd's proxy talks to it:
+ * - meshed endpoints get mesh TLS to their identity; with opaque transport the connection goes to
+ *   the peer's inbound port and starts with a transport header naming the port and the session
+ *   protocol, else it goes to the port itself;
+ * - an endpoint hinted `h2` gets one multiplexed HTTP/2 connection, and HTTP/1 requests travel over
+ *   it marked with `l5d-orig-proto` (restored on the response);
+ * - anything else speaks the request's own version (an HTTP/1 pool and an HTTP/2 connection).
+ * Every request is recorded in the endpoint's outbound metrics (Linkerd's endpoint labels).
+ *
+ * HTTP/2 stays behind this one seam (and the inbound stack's), so it can be swapped wholesale.
+ */
+import type * as net from "node:net";
+import type { Duplex } from "node:stream";
+import type { WeightedAddr } from "../../../proto/gen/destination.ts";
+import type { SessionProtocol } from "../../../proto/gen/transport_header.ts";
+import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../../proto/transport_header_frame.ts";
+import type { Log } from "../../log.ts";
+import type { ResponseClassifier } from "../../metrics/response_class.ts";
+import { type HttpMetrics, instrumentResponse, type OutboundScope } from "../../metrics/http_metrics.ts";
+import type { Target } from "../resolve.ts";
+import { connectTcp } from "../../transport/connect.ts";
+import type { MeshTls } from "../../transport/tls.ts";
+import { Http1Pool } from "../../http/h1/mod.ts";
+import { Http2Connection } from "../../http/h2/client.ts";
+import { type HttpRequest, type HttpResponse, isGrpc } from "../../http/message.ts";
+import { clearResponseMark, markUpgraded } from "../../http/orig_proto.ts";
+
+export interface EndpointClientDeps {
+  tls: MeshTls;
+  metrics: HttpMetrics;
+  connectTimeoutMs: number;
+  log: Log;
+}
+
+const HTTP1: SessionProtocol = { kind: { $case: "http1", value: {} } };
+const HTTP2: SessionProtocol = { kind: { $case: "http2", value: {} } };
+
+/** `ip:port` / `[v6]:port`. */
+function addrText(ip: string, port: number): string {
+  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+}
+
+export class EndpointClient {
+  readonly target: Target;
+  readonly addr: string;
+  /** HTTP/1 requests go over HTTP/2 (the endpoint's `h2` hint, meshed only). */
+  readonly upgrade: boolean;
+  readonly #deps: EndpointClientDeps;
+  readonly #scope: OutboundScope;
+  #h1: Http1Pool | undefined;
+  #h2: Http2Connection | undefined;
+  /** A transport opened ahead of the first HTTP/2 request (see `warm`). */
+  #spare: Promise<net.Socket> | undefined;
+
+  constructor(target: Target, meta: WeightedAddr | undefined, deps: EndpointClientDeps) {
+    this.target = target;
+    this.#deps = deps;
+    this.addr = addrText(target.ip, target.kind === "meshed" ? target.targetPort : target.port);
+    this.upgrade = target.kind === "meshed" && meta?.protocolHint?.protocol?.$case === "h2";
+    const tls: Record<string, string> = target.kind === "meshed"
+      ? { tls: "true", server_id: target.identity }
+      : { tls: "no_identity", no_tls_reason: target.reason };
+    this.#scope = deps.metrics.outboundScope({ targetAddr: this.addr, tls, dst: meta?.metricLabels });
+  }
+
+  /** Same wire behaviour as `other` would have (so a discovery update can keep this client). */
+  sameAs(target: Target, meta: WeightedAddr | undefined): boolean {
+    const t = this.target;
+    const upgrade = target.kind === "meshed" && meta?.protocolHint?.protocol?.$case === "h2";
+    if (upgrade !== this.upgrade || t.kind !== target.kind || t.ip !== target.ip) return false;
+    if (t.kind === "plain" && target.kind === "plain") return t.port === target.port;
+    if (t.kind === "meshed" && target.kind === "meshed") {
+      return t.connectPort === target.connectPort && t.targetPort === target.targetPort &&
+        t.identity === target.identity && t.serverName === target.serverName &&
+        t.opaqueTransport === target.opaqueTransport;
+    }
+    return false;
+  }
+
+  async #connect(protocol: SessionProtocol, signal: AbortSignal): Promise<net.Socket> {
+    const t = this.target;
+    const d = this.#deps;
+    signal.throwIfAborted();
+    if (t.kind === "plain") return await connectTcp(t.ip, t.port, d.connectTimeoutMs);
+    const { socket, alpn } = await d.tls.connect({
+      host: t.ip,
+      port: t.connectPort,
+      serverName: t.serverName,
+      expectedIdentity: t.identity,
+      alpn: t.opaqueTransport ? [TRANSPORT_HEADER_ALPN] : undefined,
+      timeoutMs: d.connectTimeoutMs,
+    });
+    if (t.opaqueTransport) {
+      if (alpn !== TRANSPORT_HEADER_ALPN) {
+        socket.destroy();
+        throw new Error(`peer ${t.ip}:${t.connectPort} did not negotiate ${TRANSPORT_HEADER_ALPN}`);
+      }
+      socket.write(encodeTransportHeader({ port: t.targetPort, name: "", sessionProtocol: protocol }));
+    }
+    return socket;
+  }
+
+  #pool(): Http1Pool {
+    return this.#h1 ??= new Http1Pool({
+      connect: (signal): Promise<Duplex> => this.#connect(HTTP1, signal),
+      idleTimeoutMs: 60_000,
+    });
+  }
+
+  /**
+   * Opens the endpoint's HTTP/2 transport (TCP + mesh TLS + header) before any request needs it,
+   * as Linkerd's balancer only routes to connected endpoints: otherwise the first request's RTT
+   * would include the handshakes and peak-EWMA would shun a new endpoint for many seconds.
+   */
+  warm(): void {
+    if (!this.upgrade || this.#h2 !== undefined || this.#spare !== undefined) return;
+    const spare = this.#connect(HTTP2, AbortSignal.timeout(this.#deps.connectTimeoutMs + 1000));
+    spare.catch(() => {});
+    this.#spare = spare;
+    this.#conn();
+  }
+
+  #connectH2 = async (signal: AbortSignal): Promise<net.Socket> => {
+    const spare = this.#spare;
+    this.#spare = undefined;
+    if (spare) {
+      const s = await spare.catch(() => undefined);
+      if (s && !s.destroyed && s.readyState === "open") return s;
+      s?.destroy();
+    }
+    return await this.#connect(HTTP2, signal);
+  };
+
+  #conn(): Http2Connection {
+    return this.#h2 ??= new Http2Connection({
+      connect: this.#connectH2,
+      name: this.addr,
+      connectTimeoutMs: this.#deps.connectTimeoutMs + 1000,
+      log: this.#deps.log,
+    });
+  }
+
+  /** Sends one request; `classifier` is the route's response classes (profile routes). */
+  async request(
+    req: HttpRequest,
+    signal: AbortSignal,
+    classifier?: ResponseClassifier,
+  ): Promise<HttpResponse> {
+    const rec = this.#scope.get(req.authority).start(isGrpc(req.headers), classifier);
+    // Upgrade requests (WebSocket) stay HTTP/1: their connection is handed over after the 101.
+    const upgraded = this.upgrade && req.version !== "HTTP/2" && !req.headers.has("upgrade");
+    let res: HttpResponse;
+    try {
+      if (upgraded) {
+        markUpgraded(req);
+        res = await this.#conn().request(req, signal);
+        clearResponseMark(res);
+      } else if (req.version === "HTTP/2") {
+        res = await this.#conn().request(req, signal);
+      } else {
+        res = await this.#pool().request(req, signal);
+      }
+    } catch (e) {
+      rec.fail(e);
+      throw e;
+    }
+    return instrumentResponse(rec, res);
+  }
+
+  close(graceMs: number): void {
+    this.#spare?.then((s) => s.destroy(), () => {});
+    this.#spare = undefined;
+    this.#h1?.close();
+    this.#h2?.close(graceMs).catch(() => {});
+  }
+}

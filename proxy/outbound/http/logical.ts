@@ -1,0 +1,320 @@
+/**
+ * The logical layer of the outbound HTTP stack: one service per original destination (cached while connections use
+ * it, evicted after the idle timeout), answering each request as Linkerd's proxy does:
+ * ServiceProfile or outbound-policy routing (`selectRouting`), the rule's filters, a backend from
+ * its distribution, one P2C peak-EWMA balancer per backend over the Destination.Get endpoints (or
+ * the forward endpoint), retries and timeouts through `execute`, and an `EndpointClient` per
+ * endpoint (mesh TLS, transport header, HTTP/2 upgrade).
+ *
+ * Discovery is read without callbacks: the watches replace their state object per message, so a
+ * request compares identities and recompiles or re-syncs only when one changed. An invalid policy
+ * update is logged and the previous compiled one is kept.
+ */
+import type * as net from "node:net";
+import type { DestinationProfile } from "../../../proto/gen/destination.ts";
+import type { OutboundPolicy } from "../../../proto/gen/outbound.ts";
+import { addrKey } from "../../discovery/clients.ts";
+import type { WatchHandle } from "../../discovery/shared_watch.ts";
+import type { Log } from "../../log.ts";
+import { httpErrorKind, instrumentResponse, type RouteMetrics } from "../../metrics/http_metrics.ts";
+import type { SocketAddr } from "../../transport/orig_dst.ts";
+import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
+import { preciseClock } from "../../core/clock.ts";
+import { DEFAULT_PEAK_EWMA } from "../../balance/peak_ewma.ts";
+import { systemRng } from "../../core/rng.ts";
+import { type BackendSource, BackendState, type ConcreteDeps } from "./concrete.ts";
+import { serveHttp1 } from "../../http/h1/mod.ts";
+import { serveHttp2 } from "../../http/h2/server.ts";
+import { HttpError, type HttpResponse, type HttpService, isGrpc } from "../../http/message.ts";
+import { compileOutboundPolicy, type OutboundPolicyRoutes, type RouteBackend } from "../../route/outbound.ts";
+import { type CompiledProfile, compileProfile, type ProfileRoute } from "../../route/profile.ts";
+import { type Routing, selectRouting } from "../../route/select.ts";
+import { execute } from "../../http/retry/execute.ts";
+
+export interface OutboundHttpDeps extends ConcreteDeps {
+  /** A destination's service lives this long after its last connection closed. */
+  idleMs: number;
+  log: Log;
+  /** Aborted when the proxy starts draining: connections finish their requests and close. */
+  drain?: AbortSignal;
+}
+
+/** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
+const DRAIN_GRACE_MS = 10_000;
+
+/** One original destination's HTTP service. */
+class DestinationService {
+  refs = 0;
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #deps: OutboundHttpDeps;
+  readonly #dst: SocketAddr;
+  readonly #policyHandle: WatchHandle<OutboundPolicy>;
+  readonly #profileHandle: WatchHandle<DestinationProfile>;
+  #policySrc: OutboundPolicy | undefined;
+  #policy: OutboundPolicyRoutes | undefined;
+  #profileSrc: DestinationProfile | undefined;
+  #profile: CompiledProfile | undefined;
+  #backends = new Map<string, BackendState>();
+  #routeHandles = new WeakMap<ProfileRoute, RouteMetrics>();
+  /** Recomputed only when the policy or profile changed. */
+  #routing: Routing = selectRouting(undefined, undefined);
+
+  constructor(dst: SocketAddr, deps: OutboundHttpDeps) {
+    this.#dst = dst;
+    this.#deps = deps;
+    this.#policyHandle = deps.discovery.outbound.subscribe({ ip: dst.ip, port: dst.port });
+    this.#profileHandle = deps.discovery.profile.subscribe(addrKey(dst.ip, dst.port));
+  }
+
+  #refresh(): void {
+    const p = this.#policyHandle.current().state;
+    const f = this.#profileHandle.current().state;
+    if (p === this.#policySrc && f === this.#profileSrc) return;
+    if (p !== this.#policySrc) {
+      this.#policySrc = p;
+      if (p) {
+        try {
+          this.#policy = compileOutboundPolicy(p);
+          for (const [k, b] of this.#backends) {
+            if (k.startsWith("route ") && !this.#policy.backends.has(k.slice(6))) {
+              b.close();
+              this.#backends.delete(k);
+            }
+          }
+        } catch (e) {
+          this.#deps.log(
+            "warn",
+            `outbound policy for ${
+              addrKey(this.#dst.ip, this.#dst.port)
+            } is invalid, keeping the previous one: ${(e as Error).message}`,
+          );
+        }
+      }
+    }
+    if (f !== this.#profileSrc) {
+      this.#profileSrc = f;
+      if (f) {
+        try {
+          this.#profile = compileProfile(f, this.#deps.clock ?? preciseClock);
+        } catch (e) {
+          this.#deps.log(
+            "warn",
+            `service profile ${f.fullyQualifiedName} is invalid: ${(e as Error).message}`,
+          );
+        }
+      }
+    }
+    this.#routing = selectRouting(this.#profile, this.#policy);
+  }
+
+  #routeMetrics(profile: CompiledProfile, route: ProfileRoute): RouteMetrics {
+    let m = this.#routeHandles.get(route);
+    if (!m) {
+      const d = this.#dst;
+      const dst = profile.fullyQualifiedName
+        ? `${profile.fullyQualifiedName}:${d.port}`
+        : addrKey(d.ip, d.port);
+      m = this.#deps.metrics.route({ direction: "outbound", dst, labels: route.labels });
+      this.#routeHandles.set(route, m);
+    }
+    return m;
+  }
+
+  #backend(key: string, make: () => BackendState): BackendState {
+    let b = this.#backends.get(key);
+    if (!b) this.#backends.set(key, b = make());
+    return b;
+  }
+
+  #routeBackend(rb: RouteBackend, accrual: FailureAccrualConfig | undefined): BackendState {
+    return this.#backend(`route ${rb.key}`, () => {
+      const t = rb.target;
+      if (t.kind === "invalid") throw new HttpError(500, t.message, "invalid_backend", 13);
+      const source: BackendSource = t.kind === "balancer"
+        ? { kind: "path", path: t.path }
+        : { kind: "forward", addr: t.addr, ip: t.ip, port: t.port };
+      const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
+      return new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
+    });
+  }
+
+  #defaultBackend(): BackendState {
+    const d = this.#dst;
+    return this.#backend(
+      "default",
+      () =>
+        new BackendState(
+          addrKey(d.ip, d.port),
+          { kind: "forward", addr: undefined, ip: d.ip, port: d.port },
+          { ewma: DEFAULT_PEAK_EWMA, queue: DEFAULT_QUEUE, accrual: undefined },
+          this.#deps,
+        ),
+    );
+  }
+
+  #authorityBackend(authority: string): BackendState {
+    return this.#backend(
+      `profile ${authority}`,
+      () =>
+        new BackendState(authority, { kind: "path", path: authority }, {
+          ewma: DEFAULT_PEAK_EWMA,
+          queue: DEFAULT_QUEUE,
+          accrual: undefined,
+        }, this.#deps),
+    );
+  }
+
+  readonly service: HttpService = async (req, signal) => {
+    this.#refresh();
+    const deps = this.#deps;
+    const rng = deps.rng ?? systemRng;
+    const clock = deps.clock ?? preciseClock;
+    const routing = this.#routing;
+    if (routing.kind === "profile") {
+      const profile = routing.profile;
+      const route = profile.route(req);
+      const classifier = route?.classifier;
+      const policy = this.#policy;
+      const target: HttpService = (r, s) => {
+        const t = profile.chooseTarget(rng);
+        if (t) return this.#authorityBackend(t.authority).send(r, s, classifier);
+        const hit = policy?.find(r);
+        const rb = hit?.policy.backends.choose(rng);
+        if (rb) {
+          return this.#routeBackend(rb, policy?.routesFor(r.version)?.failureAccrual).send(r, s, classifier);
+        }
+        return this.#defaultBackend().send(r, s, classifier);
+      };
+      if (!route) return await target(req, signal);
+      // Profile routes are measured: route_* per logical request, route_actual_* per attempt.
+      const rm = this.#routeMetrics(profile, route);
+      const grpc = isGrpc(req.headers);
+      const send: HttpService = async (r, s) => {
+        const attempt = rm.actual.start(grpc, classifier);
+        try {
+          return instrumentResponse(attempt, await target(r, s));
+        } catch (e) {
+          attempt.fail(e);
+          throw e;
+        }
+      };
+      const rec = rm.requests.start(grpc, classifier);
+      let res: HttpResponse;
+      try {
+        res = await execute(req, signal, route.plan, send, {
+          clock,
+          rng,
+          onRetryable: (_retried, skipped) => rm.retryable(skipped !== "budget"),
+        });
+      } catch (e) {
+        rec.fail(e);
+        throw e;
+      }
+      return instrumentResponse(rec, res);
+    }
+    if (routing.kind === "policy") {
+      const policy = routing.policy;
+      const hit = policy.find(req);
+      if (!hit) {
+        throw new HttpError(
+          404,
+          `no route of ${describeDst(this.#dst)} matches the request`,
+          "route_not_found",
+          5,
+        );
+      }
+      const rule = hit.policy;
+      const early = rule.filters.applyRequest(req, hit.matcher, rng);
+      if (early) return early;
+      const accrual = policy.routesFor(req.version)?.failureAccrual;
+      const send: HttpService = (r, s) => {
+        const rb = rule.backends.choose(
+          rng,
+          (b) => this.#backends.get(`route ${b.key}`)?.balancer.failingFast !== true,
+        );
+        if (!rb) throw new HttpError(500, "the route has no backends", "no_backends", 13);
+        const answer = rb.filters.applyRequest(r, hit.matcher, rng);
+        if (answer) return Promise.resolve(answer);
+        return this.#routeBackend(rb, accrual).send(r, s).then((res) => {
+          rb.filters.applyResponse(res);
+          return res;
+        });
+      };
+      const res = await execute(req, signal, rule.plan, send, { clock, rng });
+      rule.filters.applyResponse(res);
+      return res;
+    }
+    return await this.#defaultBackend().send(req, signal);
+  };
+
+  close(): void {
+    this.#policyHandle.release();
+    this.#profileHandle.release();
+    for (const b of this.#backends.values()) b.close();
+    this.#backends.clear();
+  }
+}
+
+function describeDst(d: SocketAddr): string {
+  return addrKey(d.ip, d.port);
+}
+
+export class OutboundHttp {
+  readonly #deps: OutboundHttpDeps;
+  readonly #services = new Map<string, DestinationService>();
+
+  constructor(deps: OutboundHttpDeps) {
+    this.#deps = deps;
+  }
+
+  /** Serves HTTP from the application on `sock` (bytes already peeked are on it) until it closes. */
+  async serve(sock: net.Socket, dst: SocketAddr, protocol: "http1" | "http2"): Promise<void> {
+    const key = addrKey(dst.ip, dst.port);
+    let svc = this.#services.get(key);
+    if (!svc) this.#services.set(key, svc = new DestinationService(dst, this.#deps));
+    if (svc.idleTimer !== undefined) clearTimeout(svc.idleTimer);
+    svc.idleTimer = undefined;
+    svc.refs++;
+    // Requests the proxy fails itself are counted at the edge, where they become a status.
+    const m = this.#deps.metrics;
+    const inner = svc.service;
+    const service: HttpService = (req, signal) =>
+      inner(req, signal).catch((e) => {
+        m.outboundError(httpErrorKind(e)).inc();
+        throw e;
+      });
+    try {
+      const drain = this.#deps.drain;
+      if (protocol === "http2") {
+        const conn = serveHttp2(sock, service, { log: this.#deps.log });
+        const onDrain = () => void conn.close(DRAIN_GRACE_MS);
+        drain?.addEventListener("abort", onDrain, { once: true });
+        await conn.closed;
+        drain?.removeEventListener("abort", onDrain);
+      } else {
+        await serveHttp1(sock, service, {
+          signal: drain,
+          onError: (e) => this.#deps.log("debug", `outbound http ${key}: ${e.message}`),
+        });
+      }
+    } finally {
+      const s = svc;
+      if (--s.refs === 0) {
+        s.idleTimer = setTimeout(() => {
+          if (s.refs !== 0) return;
+          this.#services.delete(key);
+          s.close();
+        }, this.#deps.idleMs);
+        Deno.unrefTimer(s.idleTimer);
+      }
+    }
+  }
+
+  close(): void {
+    for (const s of this.#services.values()) {
+      if (s.idleTimer !== undefined) clearTimeout(s.idleTimer);
+      s.close();
+    }
+    this.#services.clear();
+  }
+}
