@@ -1,5 +1,5 @@
 /**
- * `deno task check:mesh`, in the spirit of `linkerd check`: one line per check, `✓` passed, `!` a
+ * `deno task mesh:check`, in the spirit of `linkerd check`: one line per check, `✓` passed, `!` a
  * warning (exit 0, as Linkerd's warnings), `✗` failed (exit 1). Everything goes through the API
  * server (pod ports through its pod proxy), so it works wherever the kubeconfig works.
  *
