@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates proto/gen from proto/defs with the generators pinned in tools/codegen.
-#   proto/gen.sh            rewrite proto/gen
-#   proto/gen.sh --check    fail when proto/gen differs from what the generators produce
+# Regenerates proto/gen (with grpc-js clients and services, for the control plane) and
+# proto/gen_messages (the same messages with plain service descriptors, no grpc-js: for the proxy)
+# from proto/defs with the generators pinned in tools/codegen.
+#   proto/gen.sh            rewrite both
+#   proto/gen.sh --check    fail when either differs from what the generators produce
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
@@ -15,17 +17,26 @@ cd "$here"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 "$buf" generate --template buf.gen.yaml -o "$out"
+outputs=(gen gen_messages)
 # Generated code is formatted so that diffs stay readable; deno is on PATH inside `deno task`.
-deno fmt --quiet --no-config --line-width 110 "$out/gen" >/dev/null
+for o in "${outputs[@]}"; do
+  deno fmt --quiet --no-config --line-width 110 "$out/$o" >/dev/null
+done
 if [[ "${1:-}" == "--check" ]]; then
-  if ! diff -r "$out/gen" "$here/gen" >/dev/null; then
-    diff -r "$out/gen" "$here/gen" | head -40 >&2 || true
-    echo "gen:proto: proto/gen is stale; run 'deno task gen:proto' and commit the result" >&2
-    exit 1
-  fi
-  echo "gen:proto: proto/gen is up to date" >&2
+  stale=0
+  for o in "${outputs[@]}"; do
+    if ! diff -r "$out/$o" "$here/$o" >/dev/null; then
+      diff -r "$out/$o" "$here/$o" | head -40 >&2 || true
+      echo "gen:proto: proto/$o is stale; run 'deno task gen:proto' and commit the result" >&2
+      stale=1
+    fi
+  done
+  [[ $stale == 0 ]] || exit 1
+  echo "gen:proto: proto/gen and proto/gen_messages are up to date" >&2
 else
-  rm -rf "$here/gen"
-  cp -r "$out/gen" "$here/gen"
-  echo "gen:proto: wrote $(find "$here/gen" -name '*.ts' | wc -l) files to proto/gen" >&2
+  for o in "${outputs[@]}"; do
+    rm -rf "${here:?}/$o"
+    cp -r "$out/$o" "$here/$o"
+    echo "gen:proto: wrote $(find "$here/$o" -name '*.ts' | wc -l) files to proto/$o" >&2
+  done
 fi

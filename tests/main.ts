@@ -112,7 +112,7 @@ if (runChecks) {
   await check("deno fmt --check", deno, ["fmt", "--check"]);
   await check("deno lint", deno, ["lint"]);
   await check("deno check (type-check everything)", deno, ["check", "."]);
-  await check("proto/gen is up to date", "bash", ["proto/gen.sh", "--check"]);
+  await check("proto/gen and proto/gen_messages are up to date", "bash", ["proto/gen.sh", "--check"]);
   // The image's launcher is Go (standard library only): its tests run offline with the Go that .ci/run provides.
   await check("go test images/launcher", "go", ["-C", "images/launcher", "test", "./..."], {
     GOPROXY: "off",
