@@ -4,7 +4,7 @@
  *   deno task test              checks + unit tiers + cluster tier
  *   deno task test --unit       checks + unit tiers only
  *   deno task test --cluster    cluster tier only
- *   deno task test --no-checks  skip fmt/lint/type/generated-code checks
+ *   deno task test --no-checks  skip fmt/lint/type/import-boundary/generated-code checks
  *
  * The cluster tier uses the cluster in KUBECONFIG when set, otherwise starts the local one
  * (tests/cluster), and deploys the mesh onto it first (the e2e tests need it). Under CI
@@ -112,6 +112,11 @@ if (runChecks) {
   await check("deno fmt --check", deno, ["fmt", "--check"]);
   await check("deno lint", deno, ["lint"]);
   await check("deno check (type-check everything)", deno, ["check", "."]);
+  await check("import boundaries (scripts/check_imports.ts)", deno, [
+    "run",
+    "-A",
+    "scripts/check_imports.ts",
+  ]);
   await check("proto/gen and proto/gen_messages are up to date", "bash", ["proto/gen.sh", "--check"]);
   // The image's launcher is Go (standard library only): its tests run offline with the Go that .ci/run provides.
   await check("go test images/launcher", "go", ["-C", "images/launcher", "test", "./..."], {
