@@ -3,13 +3,15 @@
  * writes, the same as Linkerd's proxy-init) with environment variables as fallbacks.
  */
 import { DEFAULT_INBOUND_PORTS_TO_IGNORE, DEFAULT_PROXY_UID, Ports } from "../proto/ports.ts";
+import {
+  parsePortRanges as parseSharedPortRanges,
+  PortListError,
+  type PortRange,
+} from "../proto/port_list.ts";
 
 export type IptablesMode = "auto" | "nft" | "legacy";
 
-export interface PortRange {
-  from: number;
-  to: number;
-}
+export type { PortRange };
 
 export interface InitConfig {
   incomingProxyPort: number;
@@ -65,24 +67,13 @@ function parsePort(text: string, what: string): number {
   return Number(text);
 }
 
-/** Parses `80,443,8000-9000` (empty → none). */
+/** Parses `80,443,8000-9000` (empty → none) with the shared port list grammar. */
 export function parsePortRanges(text: string, what: string): PortRange[] {
-  const out: PortRange[] = [];
-  for (const raw of text.split(",")) {
-    const item = raw.trim();
-    if (item === "") continue;
-    const dash = item.indexOf("-");
-    if (dash < 0) {
-      const p = parsePort(item, what);
-      out.push({ from: p, to: p });
-      continue;
-    }
-    const from = parsePort(item.slice(0, dash), what);
-    const to = parsePort(item.slice(dash + 1), what);
-    if (from > to) throw new InitConfigError(`${what}: range "${item}" ends before it starts`);
-    out.push({ from, to });
+  try {
+    return parseSharedPortRanges(text, what);
+  } catch (e) {
+    throw e instanceof PortListError ? new InitConfigError(e.message) : e;
   }
-  return out;
 }
 
 function parseId(text: string, what: string): number {

@@ -12,7 +12,7 @@ import type { DestinationConfig } from "./config.ts";
 import { type Lookups, weightedAddr } from "./endpoints.ts";
 import type { Pod, Service } from "./k8s_types.ts";
 import { serviceFqn, type Target } from "./path.ts";
-import { cachedPortList, portListHas } from "./port_list.ts";
+import { opaquePortList, portListHas } from "./port_list.ts";
 import { DEFAULT_RETRY_BUDGET, defaultProfile, translateProfile } from "./profile_translate.ts";
 import type { Subscriber } from "./endpoint_index.ts";
 import { isOpaqueByAnnotation, isOpaqueByServer } from "./workload.ts";
@@ -214,7 +214,7 @@ export class ProfileIndex {
       ns?.metadata.annotations?.[Annotations.opaquePorts];
     if (ann === undefined) return this.#config.defaultOpaquePorts.includes(port);
     return portListHas(
-      cachedPortList(ann),
+      opaquePortList(ann),
       port,
       (name) => svc.spec?.ports?.find((p) => p.name === name)?.port,
     );

@@ -14,7 +14,7 @@ import { formatWorkloadIdentity } from "../../proto/identity_name.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import { DEFAULT_INBOUND_PORT, type DestinationConfig } from "./config.ts";
 import type { Pod, Server } from "./k8s_types.ts";
-import { cachedPortList, portListHas } from "./port_list.ts";
+import { opaquePortList, portListHas, skipInboundPortList } from "./port_list.ts";
 
 export const PROXY_CONTAINER = "linkerd-proxy";
 
@@ -64,7 +64,7 @@ export function namedContainerPort(pod: Pod, name: string): number | undefined {
 
 export function isSkipInbound(pod: Pod, port: number): boolean {
   const ann = pod.metadata.annotations?.[Annotations.skipInboundPorts];
-  return ann ? portListHas(cachedPortList(ann), port, (n) => namedContainerPort(pod, n)) : false;
+  return ann ? portListHas(skipInboundPortList(ann), port, (n) => namedContainerPort(pod, n)) : false;
 }
 
 /**
@@ -80,7 +80,7 @@ export function isOpaqueByAnnotation(
   const ann = pod.metadata.annotations?.[Annotations.opaquePorts] ??
     namespace?.metadata.annotations?.[Annotations.opaquePorts];
   if (ann === undefined) return config.defaultOpaquePorts.includes(port);
-  return portListHas(cachedPortList(ann), port, (n) => namedContainerPort(pod, n));
+  return portListHas(opaquePortList(ann), port, (n) => namedContainerPort(pod, n));
 }
 
 /** A Server in the pod's namespace selecting the pod and port with `proxyProtocol: opaque`. */

@@ -6,6 +6,7 @@
 import { Annotations } from "../../proto/annotations.ts";
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
 import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
+import { parsePortList, type PortRange, resolvePortList } from "../../proto/port_list.ts";
 import type { ResourceSpec } from "./config.ts";
 
 export interface Overrides {
@@ -31,23 +32,10 @@ export interface Overrides {
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
 }
 
-export interface PortRange {
-  from: number;
-  to: number;
-}
-
 export interface OverrideProblem {
   annotation: string;
   value: string;
   message: string;
-}
-
-export function formatPortRanges(ranges: PortRange[]): string {
-  return ranges.map((r) => r.from === r.to ? `${r.from}` : `${r.from}-${r.to}`).join(",");
-}
-
-export function portInRanges(port: number, ranges: PortRange[]): boolean {
-  return ranges.some((r) => port >= r.from && port <= r.to);
 }
 
 const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
@@ -56,21 +44,26 @@ const LOG_LEVEL = /^(trace|debug|info|warn|error|off)$/;
 
 class Problem extends Error {}
 
-function parsePortList(value: string): PortRange[] {
-  const out: PortRange[] = [];
-  for (const raw of value.split(",")) {
-    const item = raw.trim();
-    if (item === "") continue;
-    const m = item.match(/^(\d{1,5})(?:-(\d{1,5}))?$/);
-    if (!m) throw new Problem(`"${item}" is not a port or a range`);
-    const from = Number(m[1]), to = Number(m[2] ?? m[1]);
-    if (from < 1 || to > 65535 || from > to) {
-      throw new Problem(`"${item}" is not within 1-65535 with low <= high`);
+/** Looks up a container port of the pod by name; absent when there is no pod (flags). */
+export type PortOfName = (name: string) => number | undefined;
+
+/**
+ * The shared port list grammar; names resolve against the pod. Every bad entry is named: the pod
+ * is refused rather than injected with a list that silently lost an entry.
+ */
+function portRanges(value: string, what: string, portOfName: PortOfName | undefined): PortRange[] {
+  const list = parsePortList(value, what);
+  const reasons = list.errors.map((e) => e.reason);
+  if (portOfName) reasons.push(...resolvePortList(list, portOfName).errors.map((e) => e.reason));
+  else {
+    for (const e of list.entries) {
+      if (e.kind === "name") {
+        reasons.push(`"${e.name}" is a port name, which only a pod's annotation can use`);
+      }
     }
-    out.push({ from, to });
   }
-  if (out.length === 0) throw new Problem("the list is empty");
-  return out;
+  if (reasons.length > 0) throw new Problem(reasons.join("; "));
+  return resolvePortList(list, portOfName ?? (() => undefined)).ranges;
 }
 
 function parseLogLevel(value: string): string {
@@ -101,8 +94,10 @@ function parseBool(value: string): boolean {
 interface Spec {
   key: string;
   form: string;
-  apply(value: string, into: Overrides): void;
+  apply(value: string, into: Overrides, portOfName?: PortOfName): void;
 }
+
+const PORT_LIST_FORM = "comma-separated ports, ranges or container port names, e.g. 25,8000-8080,mysql";
 
 const SPECS: Spec[] = [
   ...(
@@ -137,18 +132,18 @@ const SPECS: Spec[] = [
   },
   {
     key: Annotations.skipInboundPorts,
-    form: "comma-separated ports or ranges, e.g. 25,8000-8080",
-    apply: (v, o) => o.skipInboundPorts = parsePortList(v),
+    form: PORT_LIST_FORM,
+    apply: (v, o, names) => o.skipInboundPorts = portRanges(v, Annotations.skipInboundPorts, names),
   },
   {
     key: Annotations.skipOutboundPorts,
-    form: "comma-separated ports or ranges, e.g. 25,8000-8080",
-    apply: (v, o) => o.skipOutboundPorts = parsePortList(v),
+    form: PORT_LIST_FORM,
+    apply: (v, o, names) => o.skipOutboundPorts = portRanges(v, Annotations.skipOutboundPorts, names),
   },
   {
     key: Annotations.opaquePorts,
-    form: "comma-separated ports or ranges, e.g. 3306,6379",
-    apply: (v, o) => o.opaquePorts = parsePortList(v),
+    form: PORT_LIST_FORM,
+    apply: (v, o, names) => o.opaquePorts = portRanges(v, Annotations.opaquePorts, names),
   },
   {
     key: Annotations.skipSubnets,
@@ -263,9 +258,13 @@ export function checkOverrideValue(
   }
 }
 
-/** Parses every supported override found in `annotations`; unknown keys are left alone. */
+/**
+ * Parses every supported override found in `annotations`; unknown keys are left alone. Port names
+ * in port lists resolve with `portOfName` (the pod's container ports).
+ */
 export function parseOverrides(
   annotations: Record<string, string>,
+  portOfName?: PortOfName,
 ): { overrides: Overrides; problems: OverrideProblem[] } {
   const overrides: Overrides = { resources: {} };
   const problems: OverrideProblem[] = [];
@@ -273,7 +272,7 @@ export function parseOverrides(
     const value = annotations[spec.key];
     if (value === undefined) continue;
     try {
-      spec.apply(value.trim(), overrides);
+      spec.apply(value.trim(), overrides, portOfName);
     } catch (e) {
       if (!(e instanceof Problem)) throw e;
       problems.push({

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { formatPortRanges, parseOverrides } from "./overrides.ts";
+import { parseOverrides } from "./overrides.ts";
+import { formatPortRanges } from "../../proto/port_list.ts";
 
 Deno.test("valid overrides are parsed into typed values", () => {
   const { overrides, problems } = parseOverrides({
@@ -26,12 +27,29 @@ Deno.test("valid overrides are parsed into typed values", () => {
   assert.equal(overrides.outboundConnectTimeout, "500ms");
 });
 
+Deno.test("port list overrides: names resolve against the pod; an unknown name and each bad entry are named", () => {
+  const named: Record<string, number> = { mysql: 3306 };
+  const ok = parseOverrides({ "config.linkerd.io/opaque-ports": "mysql, 4000-4001" }, (n) => named[n]);
+  assert.deepEqual(ok.problems, []);
+  assert.equal(formatPortRanges(ok.overrides.opaquePorts!), "3306,4000-4001");
+  const empty = parseOverrides({ "config.linkerd.io/opaque-ports": "" }, (n) => named[n]);
+  assert.deepEqual(empty.overrides.opaquePorts, [], "an empty list means none");
+  const bad = parseOverrides({ "config.linkerd.io/opaque-ports": "redis,0,mysql" }, (n) => named[n]);
+  assert.equal(bad.problems.length, 1);
+  assert.match(bad.problems[0].message, /"0" is not a port in 1-65535; no container port is named "redis"/);
+});
+
 Deno.test("each invalid override is reported with the annotation, its value and the accepted form", () => {
   const cases: [string, string, RegExp][] = [
     ["config.linkerd.io/proxy-cpu-request", "lots", /not a quantity; want a Kubernetes quantity/],
-    ["config.linkerd.io/skip-inbound-ports", "80,http", /"http" is not a port or a range/],
-    ["config.linkerd.io/skip-inbound-ports", "90-80", /"90-80" is not within 1-65535 with low <= high/],
-    ["config.linkerd.io/opaque-ports", "70000", /"70000" is not within 1-65535/],
+    ["config.linkerd.io/skip-inbound-ports", "80,h ttp", /"h ttp" is not a port \(1-65535\), a range/],
+    [
+      "config.linkerd.io/skip-inbound-ports",
+      "80,http",
+      /"http" is a port name, which only a pod's annotation/,
+    ],
+    ["config.linkerd.io/skip-inbound-ports", "90-80", /range "90-80" ends before it starts/],
+    ["config.linkerd.io/opaque-ports", "70000", /"70000" is not a port in 1-65535/],
     ["config.linkerd.io/skip-subnets", "10.0.0.0/40", /prefix length "40"/],
     ["config.linkerd.io/default-inbound-policy", "allow", /want all-unauthenticated \| all-authenticated/],
     ["config.linkerd.io/proxy-uid", "-1", /not a non-negative integer/],

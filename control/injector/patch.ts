@@ -8,14 +8,8 @@ import { ProxyEnv } from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { INIT_CONTAINER, type NamespaceLike, PROXY_CONTAINER } from "./decision.ts";
-import {
-  formatPortRanges,
-  type OverrideProblem,
-  type Overrides,
-  parseOverrides,
-  portInRanges,
-  type PortRange,
-} from "./overrides.ts";
+import { type OverrideProblem, type Overrides, parseOverrides } from "./overrides.ts";
+import { formatPortRanges, portInRanges, type PortRange } from "../../proto/port_list.ts";
 import { initIpv6Args, proxyListenAddrs } from "../../proto/ip_families.ts";
 
 export type JsonPatchOp = { op: "add" | "replace"; path: string; value: unknown };
@@ -44,6 +38,16 @@ function configAnnotations(annotations: Record<string, string> | undefined): Rec
       k.startsWith("config.beta.linkerd.io/")
     ),
   );
+}
+
+/** The pod's container port called `name` (app containers first, then init containers). */
+export function namedContainerPort(pod: V1Pod, name: string): number | undefined {
+  for (const list of [pod.spec?.containers, pod.spec?.initContainers]) {
+    for (const c of list ?? []) {
+      for (const p of c.ports ?? []) if (p.name === name) return p.containerPort;
+    }
+  }
+  return undefined;
 }
 
 /** Ports the app listens on: container ports and probe ports (named probe ports resolved). */
@@ -290,9 +294,13 @@ export async function buildPatch(
 ): Promise<PatchResult> {
   const podAnn = configAnnotations(pod.metadata?.annotations);
   const nsAnn = configAnnotations(ns?.metadata?.annotations);
-  const podParsed = parseOverrides(podAnn);
+  const portOfName = (name: string) => namedContainerPort(pod, name);
+  const podParsed = parseOverrides(podAnn, portOfName);
   if (podParsed.problems.length > 0) return { ok: false, problems: podParsed.problems };
-  const nsParsed = parseOverrides(Object.fromEntries(Object.entries(nsAnn).filter(([k]) => !(k in podAnn))));
+  const nsParsed = parseOverrides(
+    Object.fromEntries(Object.entries(nsAnn).filter(([k]) => !(k in podAnn))),
+    portOfName,
+  );
   const warnings = nsParsed.problems.map((p) => `namespace ${ns?.metadata?.name}: ${p.message}; ignored`);
   const ov: Overrides = {
     ...nsParsed.overrides,

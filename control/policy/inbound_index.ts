@@ -13,6 +13,7 @@ import type {
 } from "../../proto/gen/inbound.ts";
 import type { Metadata } from "../../proto/gen/meta.ts";
 import { Annotations } from "../../proto/annotations.ts";
+import { portListCache, portListHas } from "../../proto/port_list.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import {
@@ -139,15 +140,28 @@ export function probePaths(pod: Pod, port: number): string[] {
   return [...paths].sort();
 }
 
-/** Parses an opaque-ports annotation (`25,443,4000-4100`) into a membership test. */
-export function parsePortRanges(text: string): (port: number) => boolean {
-  const ranges: [number, number][] = [];
-  for (const part of text.split(",").map((s) => s.trim()).filter(Boolean)) {
-    const m = /^([0-9]+)(?:-([0-9]+))?$/.exec(part);
-    if (!m) continue;
-    ranges.push([Number(m[1]), Number(m[2] ?? m[1])]);
+// As Linkerd's policy controller: a bad entry is logged (once per distinct value) and ignored,
+// the value's good entries still apply.
+const opaquePortList = portListCache(Annotations.opaquePorts, (errors) => {
+  for (const e of errors) console.error(`policy: ${e.message}; entry ignored`);
+});
+
+/** Whether an opaque-ports annotation (`25,4000-4100,mysql`) lists `port`; names via `portOfName`. */
+export function opaquePortsInclude(
+  text: string,
+  port: number,
+  portOfName: (name: string) => number | undefined,
+): boolean {
+  return portListHas(opaquePortList(text), port, portOfName);
+}
+
+/** The number of the pod's container port called `name`. */
+export function namedContainerPort(pod: Pod, name: string): number | undefined {
+  for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]) {
+    const p = (c.ports ?? []).find((cp) => cp.name === name);
+    if (p) return p.containerPort;
   }
-  return (port) => ranges.some(([a, b]) => port >= a && port <= b);
+  return undefined;
 }
 
 function annotation(store: PolicyStore, pod: Pod, key: string): string | undefined {
@@ -218,9 +232,10 @@ function detect(cfg: PolicyConfig, httpRoutes: InboundHttpRoute[]): ProxyProtoco
 export function defaultServer(store: PolicyStore, pod: Pod, port: number, cfg: PolicyConfig): ProtoServer {
   const policy = defaultPolicyFor(store, pod, cfg);
   const opaque = annotation(store, pod, Annotations.opaquePorts);
-  const protocol: ProxyProtocol = opaque !== undefined && parsePortRanges(opaque)(port)
-    ? { kind: { $case: "opaque", value: {} } }
-    : detect(cfg, defaultHttpRoutes(pod, port, cfg));
+  const protocol: ProxyProtocol =
+    opaque !== undefined && opaquePortsInclude(opaque, port, (n) => namedContainerPort(pod, n))
+      ? { kind: { $case: "opaque", value: {} } }
+      : detect(cfg, defaultHttpRoutes(pod, port, cfg));
   return {
     protocol,
     serverIps: [],

@@ -26,7 +26,7 @@ import type { TcpAddress } from "../../proto/gen/net.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import type { PolicyConfig } from "./config.ts";
 import { durationFromMs, parseDurationMs } from "./duration.ts";
-import { parsePortRanges, routeMetadata } from "./inbound_index.ts";
+import { opaquePortsInclude, routeMetadata } from "./inbound_index.ts";
 import type {
   BackendRef,
   GrpcRoute,
@@ -520,7 +520,9 @@ function tryConvert<T>(f: () => T): T[] {
 function isOpaquePort(svc: Service, sp: ServicePort | undefined): boolean {
   const a = svc.metadata.annotations?.[Annotations.opaquePorts];
   if (sp?.appProtocol === "linkerd.io/opaque") return true;
-  return a !== undefined && sp !== undefined && parsePortRanges(a)(sp.port);
+  // Names in a Service's annotation are the Service's port names.
+  return a !== undefined && sp !== undefined &&
+    opaquePortsInclude(a, sp.port, (n) => svc.spec?.ports?.find((p) => p.name === n)?.port);
 }
 
 export function servicePolicy(

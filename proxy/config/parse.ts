@@ -1,4 +1,5 @@
 /** Parsers for the formats of the proxy's environment variables (linkerd2-proxy's formats). */
+import { parsePortRanges, PortListError } from "../../proto/port_list.ts";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -24,23 +25,17 @@ export function parsePortNumber(variable: string, text: string): number {
   return Number(text);
 }
 
-/** `80,443,1000-2000` → the set of ports. */
+/** `80,443,1000-2000` → the set of ports, with the port list grammar init and the control plane use. */
 export function parsePortSet(variable: string, text: string): Set<number> {
-  const out = new Set<number>();
-  for (const raw of text.split(",")) {
-    const item = raw.trim();
-    if (item === "") continue;
-    const dash = item.indexOf("-");
-    if (dash < 0) {
-      out.add(parsePortNumber(variable, item));
-      continue;
-    }
-    const from = parsePortNumber(variable, item.slice(0, dash));
-    const to = parsePortNumber(variable, item.slice(dash + 1));
-    if (from > to) throw new ConfigError(variable, `range "${item}" ends before it starts`);
-    if (to - from > 65535) throw new ConfigError(variable, `range "${item}" is too large`);
-    for (let p = from; p <= to; p++) out.add(p);
+  let ranges;
+  try {
+    ranges = parsePortRanges(text, variable);
+  } catch (e) {
+    if (e instanceof PortListError) throw new ConfigError(variable, e.reason);
+    throw e;
   }
+  const out = new Set<number>();
+  for (const r of ranges) for (let p = r.from; p <= r.to; p++) out.add(p);
   return out;
 }
 
