@@ -12,7 +12,8 @@ import {
   issueServingCert,
   serviceDnsNames,
 } from "./certs.ts";
-import { formatResult, runChecks } from "./check.ts";
+import { runChecks } from "./check.ts";
+import { formatResult } from "./check/result.ts";
 import { CONTROL_PLANE_DIR, deploy } from "./deploy.ts";
 import { type Manifest } from "./kinds.ts";
 import { Kube } from "./kube.ts";

@@ -1,0 +1,39 @@
+/** What one health check of `deno task mesh:check` reports, and how it is printed. */
+import type { Kube } from "../kube.ts";
+
+export type Outcome = "ok" | "warn" | "fail";
+export interface CheckResult {
+  group: string;
+  name: string;
+  outcome: Outcome;
+  detail: string;
+}
+
+/** What every check reads: the cluster, the certificate threshold and one `now` for the whole run. */
+export interface CheckContext {
+  kube: Kube;
+  thresholdMs: number;
+  now: number;
+}
+
+const MARK: Record<Outcome, string> = { ok: "✓", warn: "!", fail: "✗" };
+export function formatResult(r: CheckResult): string {
+  return `${MARK[r.outcome]} ${r.group.padEnd(13)} ${r.name}: ${r.detail}`;
+}
+
+export function result(group: string, name: string, outcome: Outcome, detail: string): CheckResult {
+  return { group, name, outcome, detail };
+}
+
+/** Runs one check; an error it throws (API unreachable, forbidden, …) is that check's failure. */
+export async function guarded(
+  group: string,
+  name: string,
+  check: () => Promise<CheckResult>,
+): Promise<CheckResult> {
+  try {
+    return await check();
+  } catch (e) {
+    return result(group, name, "fail", (e as Error).message);
+  }
+}
