@@ -1,6 +1,7 @@
 /** Resolved configuration of the destination service; only main.ts builds it from flags and env. */
 import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { DEFAULT_OPAQUE_PORTS, Ports } from "../../proto/ports.ts";
+import { DEFAULT_STREAM_SEND_TIMEOUT_MS } from "../grpc/stream_sink.ts";
 
 export interface DestinationConfig {
   clusterDomain: string;
@@ -31,7 +32,7 @@ export function defaultConfig(overrides: Partial<DestinationConfig> = {}): Desti
     forceOpaqueTransport: true,
     enableIPv6: false,
     streamQueueCapacity: 100,
-    streamSendTimeoutMs: 5000,
+    streamSendTimeoutMs: DEFAULT_STREAM_SEND_TIMEOUT_MS,
     ...overrides,
   };
 }

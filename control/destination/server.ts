@@ -14,12 +14,12 @@ import {
 import { GrpcServerMetrics } from "../grpc/server_metrics.ts";
 import { type ControlServerLimits, controlServerOptions } from "../grpc/server_options.ts";
 import { RequestError, toServiceError } from "../grpc/request_error.ts";
+import { checkStreamLimits, StreamSink } from "../grpc/stream_sink.ts";
 import type { ClusterState } from "./cluster_state.ts";
 import type { DestinationConfig } from "./config.ts";
 import { EndpointIndex } from "./endpoint_index.ts";
 import { parseContextToken, parseTarget, serviceFqn } from "./path.ts";
 import { ProfileIndex } from "./profile_index.ts";
-import { StreamSink } from "./stream_sink.ts";
 
 function passBytes<T>(encode: (m: T) => Uint8Array) {
   return (value: T | Uint8Array): Buffer => {
@@ -119,7 +119,7 @@ export class Destination {
     const m = this.metrics;
     let unsubscribe: (() => void) | undefined;
     const end = () => {
-      sink.close();
+      sink.detach();
       if (unsubscribe) {
         unsubscribe();
         unsubscribe = undefined;
@@ -127,6 +127,7 @@ export class Destination {
       }
     };
     const sink = new StreamSink(call, {
+      name: rpc === "get" ? "destination Get" : "destination GetProfile",
       capacity: this.#deps.config.streamQueueCapacity,
       sendTimeoutMs: this.#deps.config.streamSendTimeoutMs,
       onSent: () => m.sent.inc({ rpc }),
@@ -145,7 +146,7 @@ export class Destination {
       m.streamsOpen.inc({ rpc });
       if (sink.closed) end();
     } catch (e) {
-      sink.close();
+      sink.detach();
       call.emit("error", toServiceError(e));
     }
   }
@@ -211,6 +212,7 @@ export interface DestinationServerOptions extends DestinationServiceDeps {
 export async function serveDestination(
   opts: DestinationServerOptions,
 ): Promise<{ server: grpc.Server; port: number; destination: Destination }> {
+  checkStreamLimits("destination", opts.config.streamQueueCapacity, opts.config.streamSendTimeoutMs);
   const metrics = new GrpcServerMetrics(opts.registry);
   const server = new grpc.Server(controlServerOptions("destination", [metrics.interceptor], opts.limits));
   const destination = new Destination(opts);

@@ -6,10 +6,8 @@
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
-import { InboundServerPoliciesClient, PortSpec, type Server } from "../../proto/gen/inbound.ts";
-import { defaultPolicyConfig } from "../policy/config.ts";
-import { PolicyGrpcServer } from "../policy/grpc_server.ts";
-import { FakePolicySource, PolicyStore } from "../policy/store.ts";
+import { type InboundServerPoliciesClient, PortSpec, type Server } from "../../proto/gen/inbound.ts";
+import { startPolicyServer } from "../policy/test_server.ts";
 import { namespace, pod } from "../policy/testing.ts";
 import { GetDestination, type Update } from "../../proto/gen/destination.ts";
 import { Fixture, service as destService, slice } from "../destination/testing.ts";
@@ -35,44 +33,12 @@ function mem(label: string): number {
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-async function policyServer(
-  opts: ConstructorParameters<typeof PolicyGrpcServer>[0] extends infer O ? Partial<O> : never,
-) {
-  const source = new FakePolicySource();
-  const store = new PolicyStore();
-  const abort = new AbortController();
-  source.start((e) => store.apply(e), abort.signal);
-  const registry = new Registry();
-  const srv = new PolicyGrpcServer({ store, config: defaultPolicyConfig(), registry, ...opts });
-  const port = await srv.listen("127.0.0.1", 0);
-  source.emit("added", "Namespace", namespace(NS));
-  for (const p of ["victim-1", "attacker-1"]) source.emit("added", "Pod", pod(NS, p, { app: p }));
-  const inbound = new InboundServerPoliciesClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  /** Flips the pod's default policy: every WatchPort stream on it gets a new message. */
-  const flips = new Map<string, number>();
-  const flip = (name: string) => {
-    const n = (flips.get(name) ?? 0) + 1;
-    flips.set(name, n);
-    const policy = n % 2 ? "deny" : "all-unauthenticated";
-    source.emit(
-      "modified",
-      "Pod",
-      pod(NS, name, { app: name }, { annotations: { "config.linkerd.io/default-inbound-policy": policy } }),
-    );
-  };
-  return {
-    port,
-    srv,
-    registry,
-    inbound,
-    flip,
-    async [Symbol.asyncDispose]() {
-      inbound.close();
-      abort.abort();
-      srv.forceShutdown();
-      await new Promise((r) => setTimeout(r, 10));
-    },
-  };
+async function policyServer(opts: Parameters<typeof startPolicyServer>[0]) {
+  const t = await startPolicyServer(opts);
+  t.source.emit("added", "Namespace", namespace(NS));
+  for (const p of ["victim-1", "attacker-1"]) t.source.emit("added", "Pod", pod(NS, p, { app: p }));
+  const flipInNs = t.flip;
+  return Object.assign(t, { flip: (name: string) => flipInNs(NS, name) });
 }
 
 const workload = (p: string) => JSON.stringify({ ns: NS, pod: p });

@@ -11,11 +11,11 @@ import { OutboundPoliciesService, OutboundPolicy, type TrafficSpec } from "../..
 import { GrpcServerMetrics } from "../grpc/server_metrics.ts";
 import { type ControlServerLimits, controlServerOptions } from "../grpc/server_options.ts";
 import { RequestError, toServiceError } from "../grpc/request_error.ts";
+import { checkStreamLimits, DEFAULT_STREAM_SEND_TIMEOUT_MS, StreamSink } from "../grpc/stream_sink.ts";
 import type { PolicyConfig } from "./config.ts";
 import { checkPort, inboundPolicy, parseWorkload } from "./inbound_index.ts";
 import { outboundPolicy } from "./outbound_index.ts";
 import type { PolicyStore } from "./store.ts";
-import { StreamSink } from "./stream_sink.ts";
 import { PolicyHub } from "./watch_hub.ts";
 
 type Encoded<T> = T | Uint8Array;
@@ -61,9 +61,6 @@ export interface PolicyServerOptions {
   limits?: Partial<ControlServerLimits>;
 }
 
-/** As destination's: a proxy that takes no policy update for 5 s is stuck or hostile. */
-export const DEFAULT_POLICY_SEND_TIMEOUT_MS = 5000;
-
 export class PolicyGrpcServer {
   readonly server: grpc.Server;
   readonly hub: PolicyHub;
@@ -75,7 +72,8 @@ export class PolicyGrpcServer {
   constructor(opts: PolicyServerOptions) {
     const { store, config, registry } = opts;
     const capacity = opts.streamQueueCapacity ?? 16;
-    const sendTimeoutMs = opts.streamSendTimeoutMs ?? DEFAULT_POLICY_SEND_TIMEOUT_MS;
+    const sendTimeoutMs = opts.streamSendTimeoutMs ?? DEFAULT_STREAM_SEND_TIMEOUT_MS;
+    checkStreamLimits("policy", capacity, sendTimeoutMs);
     this.hub = new PolicyHub(store, config);
     const metrics = new GrpcServerMetrics(registry);
     this.#overflow = new Counter({
@@ -103,9 +101,15 @@ export class PolicyGrpcServer {
       call: grpc.ServerWritableStream<unknown, unknown>,
       subscribe: (sink: StreamSink, sub: { send(b: Uint8Array): void; fail(e: unknown): void }) => () => void,
     ) => {
-      const sink = new StreamSink(call, capacity, () => this.#overflow.inc({ direction }), {
-        ms: sendTimeoutMs,
-        onTimeout: () => this.#sendTimeouts.inc({ direction }),
+      const sink = new StreamSink(call, {
+        name: `policy ${direction} watch`,
+        capacity,
+        sendTimeoutMs,
+        onReset: (reason) => {
+          if (reason === "overflow") this.#overflow.inc({ direction });
+          else this.#sendTimeouts.inc({ direction });
+          done();
+        },
       });
       let unsubscribe: (() => void) | undefined;
       const done = () => {
@@ -121,7 +125,7 @@ export class PolicyGrpcServer {
       call.on("finish", done);
       try {
         unsubscribe = subscribe(sink, {
-          send: (b) => sink.offer(b),
+          send: (b) => sink.push(b),
           fail: (e) => {
             const err = toServiceError(e);
             sink.fail(err.code ?? grpc.status.INTERNAL, err.details ?? err.message);
@@ -192,7 +196,7 @@ export class PolicyGrpcServer {
 
   /** Ends every stream (proxies reconnect elsewhere) and stops the server. */
   async shutdown(): Promise<void> {
-    for (const s of [...this.#sinks]) s.close();
+    for (const s of [...this.#sinks]) s.end();
     this.hub.close();
     await new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
   }

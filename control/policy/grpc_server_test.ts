@@ -1,13 +1,10 @@
 /** The policy API over real grpc-js on 127.0.0.1, fed by a fake event source. */
 import * as grpc from "@grpc/grpc-js";
-import { Registry } from "prom-client";
 import { assertEquals, assertRejects } from "./assert.ts";
-import { InboundServerPoliciesClient, type Server } from "../../proto/gen/inbound.ts";
-import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { Server } from "../../proto/gen/inbound.ts";
+import type { OutboundPolicy } from "../../proto/gen/outbound.ts";
 import { toTcpAddress } from "../../proto/ip.ts";
-import { defaultPolicyConfig } from "./config.ts";
-import { PolicyGrpcServer } from "./grpc_server.ts";
-import { FakePolicySource, PolicyStore } from "./store.ts";
+import { startPolicyServer } from "./test_server.ts";
 import { httpRoute, namespace, pod, server, service } from "./testing.ts";
 
 /** Collects a stream's messages and lets a test await the next one (bounded wait). */
@@ -50,37 +47,12 @@ class Inbox<T> {
   }
 }
 
-async function setup() {
-  const source = new FakePolicySource();
-  const store = new PolicyStore();
-  const abort = new AbortController();
-  source.start((e) => store.apply(e), abort.signal);
-  const registry = new Registry();
-  const srv = new PolicyGrpcServer({ store, config: defaultPolicyConfig(), registry });
-  const port = await srv.listen("127.0.0.1", 0);
-  const inbound = new InboundServerPoliciesClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  const outbound = new OutboundPoliciesClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  return {
-    source,
-    registry,
-    inbound,
-    outbound,
-    async [Symbol.asyncDispose]() {
-      inbound.close();
-      outbound.close();
-      abort.abort();
-      srv.forceShutdown();
-      await new Promise((r) => setTimeout(r, 10));
-    },
-  };
-}
-
 const NS = "emojivoto";
 const workload = JSON.stringify({ ns: NS, pod: "web-1" });
 const protoCase = (s: Server) => s.protocol?.kind?.$case;
 
 Deno.test("WatchPort streams add, change and delete of a Server in order", async () => {
-  await using t = await setup();
+  await using t = await startPolicyServer();
   t.source.emit("added", "Namespace", namespace(NS));
   t.source.emit("added", "Pod", pod(NS, "web-1", { app: "web" }));
   const call = t.inbound.watchPort({ workload, port: 8080 });
@@ -127,7 +99,7 @@ Deno.test("WatchPort streams add, change and delete of a Server in order", async
 });
 
 Deno.test("WatchPort: the pod's default-policy annotation change streams; pod deletion ends with NOT_FOUND", async () => {
-  await using t = await setup();
+  await using t = await startPolicyServer();
   t.source.emit("added", "Pod", pod(NS, "web-1", { app: "web" }));
   const inbox = new Inbox(t.inbound.watchPort({ workload: `${NS}:web-1`, port: 8080 }));
   assertEquals((await inbox.next(0)).labels.name, "all-unauthenticated");
@@ -144,7 +116,7 @@ Deno.test("WatchPort: the pod's default-policy annotation change streams; pod de
 });
 
 Deno.test("WatchPort and GetPort errors: unknown pod, bad workload, bad port; metrics count them", async () => {
-  await using t = await setup();
+  await using t = await startPolicyServer();
   const unknown = await new Inbox(t.inbound.watchPort({ workload, port: 8080 })).ended();
   assertEquals([unknown.code, unknown.details], [grpc.status.NOT_FOUND, "pod emojivoto/web-1 not found"]);
   const bad = await new Inbox(t.inbound.watchPort({ workload: "nonsense", port: 8080 })).ended();
@@ -169,7 +141,7 @@ Deno.test("WatchPort and GetPort errors: unknown pod, bad workload, bad port; me
 });
 
 Deno.test("Outbound Watch: fallback, then Service, then route, then back to fallback", async () => {
-  await using t = await setup();
+  await using t = await startPolicyServer();
   const call = t.outbound.watch({
     sourceWorkload: JSON.stringify({ ns: NS, pod: "vote-bot" }),
     target: { $case: "addr", value: toTcpAddress("10.96.0.10", 80) },
@@ -199,7 +171,7 @@ Deno.test("Outbound Watch: fallback, then Service, then route, then back to fall
 });
 
 Deno.test("many streams on one port share a topic and all see each change", async () => {
-  await using t = await setup();
+  await using t = await startPolicyServer();
   t.source.emit("added", "Pod", pod(NS, "web-1", { app: "web" }));
   const calls = Array.from({ length: 20 }, () => t.inbound.watchPort({ workload, port: 8080 }));
   const inboxes = calls.map((c) => new Inbox(c));
