@@ -5,11 +5,18 @@
  * second run changes nothing; a certificate is only replaced when it is missing, invalid or due.
  */
 import { x509 } from "../proto/support/x509.ts";
-import { createIssuer, createTrustAnchor } from "../control/certs/pki.ts";
+import {
+  createIssuer,
+  createSelfSignedCa,
+  createTrustAnchor,
+  generateKeys,
+  P256,
+  privateKeyPem,
+  serialNumber,
+} from "../control/certs/pki.ts";
 import { Issuer, IssuerError, TrustAnchors } from "../control/identity/issuer.ts";
-import { importSigningKey, parseCertificates, PemError, toPem } from "../control/identity/pem.ts";
+import { importSigningKey, parseCertificates, PemError } from "../control/identity/pem.ts";
 
-const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const DAY = 86_400_000;
 
 export const LIFETIMES = {
@@ -151,47 +158,30 @@ export async function renewIssuer(
 
 // ---- admission webhook certificates ----
 
-function serial(): string {
-  const b = crypto.getRandomValues(new Uint8Array(16));
-  b[0] = (b[0] & 0x7f) | 0x40;
-  return [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
-}
-
-async function keyPem(keys: CryptoKeyPair): Promise<string> {
-  return toPem(new Uint8Array(await crypto.subtle.exportKey("pkcs8", keys.privateKey)), "PRIVATE KEY");
-}
-
 /** The self-signed CA whose certificate is every webhook configuration's caBundle. */
 export async function createWebhookCa(namespace: string, now: number): Promise<Pair> {
-  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
-    name: `CN=webhook-ca.${namespace}.weft`,
-    notBefore: new Date(now - 60_000),
-    notAfter: new Date(now + LIFETIMES.webhookCa),
-    signingAlgorithm: ALG,
-    keys,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-    ],
+  const ca = await createSelfSignedCa({
+    commonName: `webhook-ca.${namespace}.weft`,
+    lifetimeMs: LIFETIMES.webhookCa,
+    now,
+    skewMs: 60_000,
+    pathLength: 0,
   });
-  return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys) };
+  return { certPem: ca.certPem, keyPem: ca.keyPem };
 }
 
 /** A serving certificate for `dnsNames`, signed by the webhook CA. */
 export async function issueServingCert(ca: Pair, dnsNames: string[], now: number): Promise<Pair> {
   const caCert = new x509.X509Certificate(ca.certPem);
   const caKey = await importSigningKey(ca.keyPem, "webhook CA key");
-  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const keys = await generateKeys();
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+    serialNumber: serialNumber(),
     subject: `CN=${dnsNames[0]}`,
     issuer: caCert.subject,
     notBefore: new Date(now - 60_000),
     notAfter: new Date(Math.min(now + LIFETIMES.webhookServing, caCert.notAfter.getTime())),
-    signingAlgorithm: ALG,
+    signingAlgorithm: P256,
     publicKey: keys.publicKey,
     signingKey: caKey,
     extensions: [
@@ -202,16 +192,16 @@ export async function issueServingCert(ca: Pair, dnsNames: string[], now: number
       await x509.AuthorityKeyIdentifierExtension.create(caCert),
     ],
   });
-  return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys) };
+  return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys) };
 }
 
 /** Whether `key` is the private key of `cert` (a signature made with one verifies with the other). */
 async function keyMatches(cert: x509.X509Certificate, keyPemText: string, what: string): Promise<boolean> {
   const key = await importSigningKey(keyPemText, what);
   const probe = new Uint8Array(32);
-  const sig = await crypto.subtle.sign(ALG, key, probe);
-  const pub = await cert.publicKey.export(ALG, ["verify"]);
-  return await crypto.subtle.verify(ALG, pub, sig, probe);
+  const sig = await crypto.subtle.sign(P256, key, probe);
+  const pub = await cert.publicKey.export(P256, ["verify"]);
+  return await crypto.subtle.verify(P256, pub, sig, probe);
 }
 
 /** Problems of a certificate for its role, or [] when it can stay. `renewBeforeMs` = 0 only checks validity. */

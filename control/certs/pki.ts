@@ -1,11 +1,14 @@
 /**
  * Creates the mesh's CA material with @peculiar/x509: a self-signed trust anchor (root) and an
- * issuer (intermediate) signed by it, both ECDSA P-256, as Linkerd's `linkerd check` expects.
+ * issuer (intermediate) signed by it, both ECDSA P-256, as Linkerd's `linkerd check` expects; and
+ * the pieces every certificate the project makes shares (key pair, serial number, key PEM), which
+ * deploy's webhook certificates use too.
  */
 import { x509 } from "../../proto/support/x509.ts";
 import { toPem } from "../identity/pem.ts";
 
-const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+/** The key and signature algorithm of every certificate: ECDSA P-256 with SHA-256. */
+export const P256 = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 
 export interface CaMaterial {
   certPem: string;
@@ -22,13 +25,25 @@ export interface CreateOptions {
   skewMs?: number;
 }
 
-function serial(): string {
+export interface SelfSignedCaOptions extends CreateOptions {
+  /** How many intermediate CAs may follow this one (1 for the trust anchor, 0 for a CA signing leaves). */
+  pathLength: number;
+}
+
+/** 16 random bytes as hex, positive and without a leading zero byte, as RFC 5280 asks of a serial. */
+export function serialNumber(): string {
   const b = crypto.getRandomValues(new Uint8Array(16));
   b[0] = (b[0] & 0x7f) | 0x40;
   return [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
 }
 
-async function keyPem(keys: CryptoKeyPair): Promise<string> {
+/** A new extractable P-256 signing key pair. */
+export async function generateKeys(): Promise<CryptoKeyPair> {
+  return await crypto.subtle.generateKey(P256, true, ["sign", "verify"]) as CryptoKeyPair;
+}
+
+/** The private key as PKCS#8 PEM. */
+export async function privateKeyPem(keys: CryptoKeyPair): Promise<string> {
   return toPem(new Uint8Array(await crypto.subtle.exportKey("pkcs8", keys.privateKey)), "PRIVATE KEY");
 }
 
@@ -40,20 +55,24 @@ function caExtensions(pathLength: number | undefined): x509.Extension[] {
 }
 
 export async function createTrustAnchor(opts: CreateOptions): Promise<CaMaterial> {
-  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  return await createSelfSignedCa({ ...opts, pathLength: 1 });
+}
+
+export async function createSelfSignedCa(opts: SelfSignedCaOptions): Promise<CaMaterial> {
+  const keys = await generateKeys();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: serial(),
+    serialNumber: serialNumber(),
     name: `CN=${opts.commonName}`,
     notBefore: new Date(opts.now - (opts.skewMs ?? 0)),
     notAfter: new Date(opts.now + opts.lifetimeMs),
-    signingAlgorithm: ALG,
+    signingAlgorithm: P256,
     keys,
     extensions: [
-      ...caExtensions(1),
+      ...caExtensions(opts.pathLength),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys), cert };
+  return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys), cert };
 }
 
 /** Creates an issuer signed by `anchor` (whose key must be given in `anchor.keyPem`). */
@@ -63,15 +82,15 @@ export async function createIssuer(
 ): Promise<CaMaterial> {
   const anchorCert = new x509.X509Certificate(anchor.certPem);
   const anchorKey = await importPkcs8(anchor.keyPem);
-  const keys = await crypto.subtle.generateKey(ALG, true, ["sign", "verify"]) as CryptoKeyPair;
+  const keys = await generateKeys();
   const notAfter = Math.min(opts.now + opts.lifetimeMs, anchorCert.notAfter.getTime());
   const cert = await x509.X509CertificateGenerator.create({
-    serialNumber: serial(),
+    serialNumber: serialNumber(),
     subject: `CN=${opts.commonName}`,
     issuer: anchorCert.subject,
     notBefore: new Date(opts.now - (opts.skewMs ?? 0)),
     notAfter: new Date(notAfter),
-    signingAlgorithm: ALG,
+    signingAlgorithm: P256,
     publicKey: keys.publicKey,
     signingKey: anchorKey,
     extensions: [
@@ -80,7 +99,7 @@ export async function createIssuer(
       await x509.AuthorityKeyIdentifierExtension.create(anchorCert),
     ],
   });
-  return { certPem: cert.toString("pem") + "\n", keyPem: await keyPem(keys), cert };
+  return { certPem: cert.toString("pem") + "\n", keyPem: await privateKeyPem(keys), cert };
 }
 
 async function importPkcs8(pem: string): Promise<CryptoKey> {
