@@ -4,7 +4,7 @@
  */
 import { stringify } from "yaml";
 import { WEFT_IMAGE } from "../images/build.ts";
-import { parseDuration } from "../control/identity/duration.ts";
+import { parseDurationMs } from "../proto/go_duration.ts";
 import {
   createIdentity,
   createWebhookCa,
@@ -49,7 +49,7 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
 check      health of the control plane, webhooks, certificates and proxies; exit 1 on a failure
-  --kubeconfig=PATH --threshold=60d   (a certificate expiring within the threshold fails)
+  --kubeconfig=PATH --threshold=1440h   (a certificate expiring within the threshold fails)
 render     print the rendered control plane as YAML (throwaway certificates, Secrets redacted)
   --image=REF --image-pull-policy=... --native-sidecar=true|false`;
 
@@ -131,7 +131,7 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
   const kubeconfig = str("kubeconfig") ?? (env.KUBECONFIG?.split(":")[0] || `${env.HOME ?? ""}/.kube/config`);
   const duration = (k: string, d: string) => {
     try {
-      return parseDuration(str(k) ?? d, `--${k}`);
+      return parseDurationMs(str(k) ?? d, `--${k}`);
     } catch (e) {
       throw new UsageError((e as Error).message);
     }
@@ -149,7 +149,7 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     identityFiles: ids[0] ? { anchors: ids[0], issuerCert: ids[1]!, issuerKey: ids[2]! } : undefined,
     certsDir: str("certs-dir"),
     timeoutMs: duration("timeout", "5m"),
-    thresholdMs: duration("threshold", "60d"),
+    thresholdMs: duration("threshold", "1440h"),
     keepCrds: bool("keep-crds"),
     nativeSidecars: str("native-sidecar") !== "false",
   };

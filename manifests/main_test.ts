@@ -33,7 +33,11 @@ Deno.test("bad arguments are usage errors naming the flag", () => {
   bad(["deploy", "--image"], /--image needs a value/);
   bad(["deploy", "extra"], /unexpected argument "extra"/);
   bad(["upgrade"], /unknown command "upgrade"/);
-  assert.equal(parseArgs(["check", "--threshold=10d"], env).thresholdMs, 10 * 86_400_000);
+  assert.equal(parseArgs(["check", "--threshold=240h"], env).thresholdMs, 10 * 86_400_000);
+  bad(
+    ["check", "--threshold=10d"],
+    /--threshold: "10d" is not a duration \(unknown unit "d": Go durations have no days/,
+  );
   assert.equal(parseArgs(["undeploy", "--keep-crds"], env).keepCrds, true);
 });
 

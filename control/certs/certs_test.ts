@@ -12,7 +12,7 @@ Deno.test("certs create writes an anchor and an issuer with the chosen lifetimes
   try {
     const out: string[] = [];
     const code = await runCerts(
-      [`--out=${dir}`, "--anchor-lifetime=30d", "--issuer-lifetime=10d"],
+      [`--out=${dir}`, "--anchor-lifetime=720h", "--issuer-lifetime=240h"],
       (l) => out.push(l),
     );
     assert.equal(code, 0, out.join("\n"));
@@ -37,7 +37,7 @@ Deno.test("certs create writes an anchor and an issuer with the chosen lifetimes
         `--anchors=${dir}/ca.crt`,
         `--issuer=${dir}/issuer.crt`,
         `--issuer-key=${dir}/issuer.key`,
-        "--threshold=5d",
+        "--threshold=120h",
       ], (l) => ok.push(l)),
       0,
       ok.join("\n"),
@@ -52,7 +52,7 @@ Deno.test("certs create writes an anchor and an issuer with the chosen lifetimes
         `--out=${dir}/rotated`,
         `--anchor-cert=${dir}/ca.crt`,
         `--anchor-key=${dir}/ca.key`,
-        "--issuer-lifetime=5d",
+        "--issuer-lifetime=120h",
       ], (l) => rot.push(l)),
       0,
       rot.join("\n"),
@@ -73,35 +73,35 @@ Deno.test("certs check exits non-zero when the issuer or an anchor expires withi
   const other = await Deno.makeTempDir({ prefix: "weft-certs-other-" });
   try {
     assert.equal(
-      await runCerts([`--out=${dir}`, "--anchor-lifetime=400d", "--issuer-lifetime=20d"], () => {}),
+      await runCerts([`--out=${dir}`, "--anchor-lifetime=9600h", "--issuer-lifetime=480h"], () => {}),
       0,
     );
     assert.equal(await runCerts([`--out=${other}`], () => {}), 0);
     const soon: string[] = [];
     assert.equal(
       await runCerts(
-        ["check", `--anchors=${dir}/ca.crt`, `--issuer=${dir}/issuer.crt`, "--threshold=30d"],
+        ["check", `--anchors=${dir}/ca.crt`, `--issuer=${dir}/issuer.crt`, "--threshold=720h"],
         (l) => soon.push(l),
       ),
       1,
     );
     assert.match(
       soon.join("\n"),
-      /WARNING: issuer "CN=identity\.weft\.cluster\.local" expires within 30d: rotate it/,
+      /WARNING: issuer "CN=identity\.weft\.cluster\.local" expires within 720h: rotate it/,
     );
     const anchorSoon: string[] = [];
     assert.equal(
-      await runCerts(["check", `--anchors=${dir}/ca.crt`, "--threshold=500d"], (l) => anchorSoon.push(l)),
+      await runCerts(["check", `--anchors=${dir}/ca.crt`, "--threshold=12000h"], (l) => anchorSoon.push(l)),
       1,
     );
     assert.match(
       anchorSoon.join("\n"),
-      /WARNING: trust anchor "CN=root\.weft\.cluster\.local" expires within 500d/,
+      /WARNING: trust anchor "CN=root\.weft\.cluster\.local" expires within 12000h/,
     );
     const unchained: string[] = [];
     assert.equal(
       await runCerts(
-        ["check", `--anchors=${other}/ca.crt`, `--issuer=${dir}/issuer.crt`, "--threshold=1d"],
+        ["check", `--anchors=${other}/ca.crt`, `--issuer=${dir}/issuer.crt`, "--threshold=24h"],
         (l) => unchained.push(l),
       ),
       1,
@@ -113,6 +113,16 @@ Deno.test("certs check exits non-zero when the issuer or an anchor expires withi
     const usage: string[] = [];
     assert.equal(await runCerts(["check"], (l) => usage.push(l)), 2);
     assert.match(usage.join("\n"), /check needs --anchors=PATH/);
+    // Durations are Go's: no day unit, and the refusal says how to write one.
+    const days: string[] = [];
+    assert.equal(
+      await runCerts(["check", `--anchors=${dir}/ca.crt`, "--threshold=60d"], (l) => days.push(l)),
+      2,
+    );
+    assert.match(
+      days.join("\n"),
+      /--threshold: "60d" is not a duration \(unknown unit "d": Go durations have no days, write 24h for 1d\)/,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
     await Deno.remove(other, { recursive: true });

@@ -5,7 +5,7 @@
  */
 import { Issuer, type TrustAnchors } from "../identity/issuer.ts";
 import { parseCertificates } from "../identity/pem.ts";
-import { formatDuration } from "../identity/duration.ts";
+import { formatDuration } from "../../proto/go_duration.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 export interface ExpiryReport {

@@ -5,10 +5,10 @@
  *           existing anchor (`--anchor-cert/--anchor-key`, for issuer rotation); writes PEM
  *           files and prints their expiry.
  *   check   prints when the anchors and the issuer expire; exits 1 when one expires within
- *           `--threshold` (default 60d, as `linkerd check` warns) or is invalid.
+ *           `--threshold` (default 1440h = 60 days, as `linkerd check` warns) or is invalid.
  */
 import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
-import { parseDuration } from "../identity/duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 import { TrustAnchors } from "../identity/issuer.ts";
 import { checkExpiry } from "./expiry_check.ts";
 import { type CaMaterial, createIssuer, createTrustAnchor } from "./pki.ts";
@@ -18,7 +18,7 @@ const USAGE = `usage:
                          [--anchor-lifetime=87600h] [--issuer-lifetime=8760h]
                          [--anchor-cert=PATH --anchor-key=PATH]   (new issuer for an existing anchor)
     writes ca.crt, ca.key (only for a new anchor), issuer.crt, issuer.key
-  deno task certs check --anchors=PATH [--issuer=PATH [--issuer-key=PATH]] [--threshold=60d]`;
+  deno task certs check --anchors=PATH [--issuer=PATH [--issuer-key=PATH]] [--threshold=1440h]`;
 
 class UsageError extends Error {}
 
@@ -55,8 +55,8 @@ async function create(args: string[], out: (line: string) => void): Promise<numb
   const ns = f.get("controller-namespace") ?? DEFAULT_CONTROL_PLANE_NAMESPACE;
   const td = f.get("trust-domain") ?? "cluster.local";
   const now = Date.now();
-  const anchorLifetime = parseDuration(f.get("anchor-lifetime") ?? "87600h", "--anchor-lifetime");
-  const issuerLifetime = parseDuration(f.get("issuer-lifetime") ?? "8760h", "--issuer-lifetime");
+  const anchorLifetime = parseDurationMs(f.get("anchor-lifetime") ?? "87600h", "--anchor-lifetime");
+  const issuerLifetime = parseDurationMs(f.get("issuer-lifetime") ?? "8760h", "--issuer-lifetime");
   await Deno.mkdir(dir, { recursive: true });
   let anchor: { certPem: string; keyPem: string };
   if (f.has("anchor-cert") || f.has("anchor-key")) {
@@ -98,7 +98,7 @@ async function check(args: string[], out: (line: string) => void): Promise<numbe
     anchors: TrustAnchors.parse(await Deno.readTextFile(anchorsPath)),
     issuerPem: f.has("issuer") ? await Deno.readTextFile(f.get("issuer")!) : undefined,
     issuerKeyPem: f.has("issuer-key") ? await Deno.readTextFile(f.get("issuer-key")!) : undefined,
-    thresholdMs: parseDuration(f.get("threshold") ?? "60d", "--threshold"),
+    thresholdMs: parseDurationMs(f.get("threshold") ?? "1440h", "--threshold"),
     now: Date.now(),
   });
   for (const l of report.lines) out(l);

@@ -2,6 +2,7 @@
  * ServiceProfile (linkerd.io/v1alpha2) → DestinationProfile, and the default profile sent when
  * no ServiceProfile exists.
  */
+import { DurationError, parseGoDuration } from "../../proto/go_duration.ts";
 import { toHttpMethod } from "../../proto/http_method.ts";
 import type {
   DestinationProfile,
@@ -19,24 +20,16 @@ export class ProfileError extends Error {
   override name = "ProfileError";
 }
 
-const UNITS: Record<string, number> = { ns: 1, us: 1e3, "µs": 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
-
-/** Parses a Go duration (`300ms`, `1.5s`, `1m30s`). */
-export function parseGoDuration(text: string): Duration {
-  const re = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-  if (text === "0") return { seconds: 0n, nanos: 0 };
-  let total = 0;
-  let at = 0;
-  while (at < text.length) {
-    re.lastIndex = at;
-    const m = re.exec(text);
-    if (!m) throw new ProfileError(`invalid duration "${text}": want e.g. "300ms", "1.5s" or "1m30s"`);
-    total += Number(m[1]) * UNITS[m[2]];
-    at = re.lastIndex;
+/** A ServiceProfile duration (Go's grammar, `300ms`, `1.5s`, `1m30s`; not negative) as a protobuf Duration. */
+export function profileDuration(text: string, what = "duration"): Duration {
+  let ns: bigint;
+  try {
+    ns = parseGoDuration(text, what);
+  } catch (e) {
+    throw e instanceof DurationError ? new ProfileError(e.message) : e;
   }
-  if (text.length === 0) throw new ProfileError('invalid duration ""');
-  const ns = Math.round(total);
-  return { seconds: BigInt(Math.floor(ns / 1e9)), nanos: ns % 1e9 };
+  if (ns < 0n) throw new ProfileError(new DurationError(what, text, "negative").message);
+  return { seconds: ns / 1_000_000_000n, nanos: Number(ns % 1_000_000_000n) };
 }
 
 /** Parses a Kubernetes quantity as a number (`1`, `0.5`, `500m`). */
@@ -149,7 +142,7 @@ export function translateProfile(
         responseClasses,
         metricsLabels: { route: r.name },
         isRetryable: r.isRetryable ?? false,
-        timeout: r.timeout ? parseGoDuration(r.timeout) : undefined,
+        timeout: r.timeout ? profileDuration(r.timeout, "timeout") : undefined,
       });
     } catch (e) {
       problems.push(e instanceof Error ? e.message : String(e));
@@ -161,7 +154,9 @@ export function translateProfile(
       retryBudget = {
         retryRatio: spec.retryBudget.retryRatio ?? DEFAULT_RETRY_BUDGET.retryRatio,
         minRetriesPerSecond: spec.retryBudget.minRetriesPerSecond ?? DEFAULT_RETRY_BUDGET.minRetriesPerSecond,
-        ttl: spec.retryBudget.ttl ? parseGoDuration(spec.retryBudget.ttl) : DEFAULT_RETRY_BUDGET.ttl,
+        ttl: spec.retryBudget.ttl
+          ? profileDuration(spec.retryBudget.ttl, "retryBudget.ttl")
+          : DEFAULT_RETRY_BUDGET.ttl,
       };
     } catch (e) {
       problems.push(

@@ -5,7 +5,7 @@
  */
 import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { IDENTITY_TOKEN_AUDIENCE } from "../../proto/identity_name.ts";
-import { parseDuration } from "./duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 
 export interface IdentityConfig {
   /** gRPC listen address, plaintext (the pod's proxy terminates mTLS). */
@@ -104,7 +104,7 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
   splitHostPort(grpcAddress, "--addr");
   const cm = get("trust-anchors-configmap") ?? `${ns}/linkerd-identity-trust-roots`;
   const [cmRef, cmKey] = cm.split(":");
-  const lifetimeMs = parseDuration(get("issuance-lifetime") ?? "24h", "--issuance-lifetime");
+  const lifetimeMs = parseDurationMs(get("issuance-lifetime") ?? "24h", "--issuance-lifetime");
   if (lifetimeMs < 60_000) throw new Error(`--issuance-lifetime: must be at least 1m`);
   return {
     grpcAddress,
@@ -113,7 +113,7 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
     controlPlaneNamespace: ns,
     trustDomain: get("trust-domain") ?? "cluster.local",
     lifetimeMs,
-    clockSkewMs: parseDuration(get("clock-skew-allowance") ?? "20s", "--clock-skew-allowance"),
+    clockSkewMs: parseDurationMs(get("clock-skew-allowance") ?? "20s", "--clock-skew-allowance"),
     issuerSecret: nsName(get("issuer-secret") ?? `${ns}/linkerd-identity-issuer`, "--issuer-secret"),
     issuerDir: get("issuer-dir"),
     trustAnchorsFile: get("trust-anchors-file"),
@@ -127,7 +127,7 @@ export function parseIdentityConfig(args: string[], env: Record<string, string |
         get("token-review-max-pending-per-client") ?? "200",
         "--token-review-max-pending-per-client",
       ),
-      timeoutMs: parseDuration(get("token-review-timeout") ?? "10s", "--token-review-timeout"),
+      timeoutMs: parseDurationMs(get("token-review-timeout") ?? "10s", "--token-review-timeout"),
     },
     kubeconfig: get("kubeconfig") ?? (env.KUBECONFIG || undefined),
   };

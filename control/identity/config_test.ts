@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseIdentityConfig } from "./config.ts";
-import { parseDuration } from "./duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 
 Deno.test("identity config defaults follow Linkerd's chart in the weft namespace", () => {
   const c = parseIdentityConfig([], {});
@@ -42,6 +42,6 @@ Deno.test("identity flags override, and bad values are named", () => {
     () => parseIdentityConfig(["--issuer-secret=nope"], {}),
     /--issuer-secret: "nope" is not namespace\/name/,
   );
-  assert.equal(parseDuration("1h30m", "x"), 5_400_000);
-  assert.equal(parseDuration("500ms", "x"), 500);
+  assert.equal(parseDurationMs("1h30m", "x"), 5_400_000);
+  assert.equal(parseDurationMs("500ms", "x"), 500);
 });

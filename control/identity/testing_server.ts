@@ -10,7 +10,7 @@
 import { Registry } from "prom-client";
 import { createIssuer, createTrustAnchor } from "../certs/pki.ts";
 import { systemClock } from "../../proto/support/clock.ts";
-import { parseDuration } from "./duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 import { FakeReviewer, serviceAccountToken } from "./fake_reviewer.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { Issuer, TrustAnchors } from "./issuer.ts";
@@ -25,7 +25,7 @@ for (const a of Deno.args) {
 }
 const dir = flags.get("dir")?.[0];
 if (!dir) throw new Error("--dir is required");
-const lifetimeMs = parseDuration(flags.get("lifetime")?.[0] ?? "24h", "--lifetime");
+const lifetimeMs = parseDurationMs(flags.get("lifetime")?.[0] ?? "24h", "--lifetime");
 const now = Date.now();
 const root = await createTrustAnchor({
   commonName: "root.linkerd.cluster.local",

@@ -9,9 +9,11 @@
  *   weft-await sleep <seconds>
  *       preStop: keeps the proxy up while endpoints are withdrawn (wait-before-exit-seconds).
  *
- * Standalone (no imports), so `deno run --cached-only` needs nothing cached. It speaks HTTP/1.1
- * over a plain socket to 127.0.0.1, so no HTTP(S)_PROXY setting can send the probe elsewhere.
+ * It imports only the dependency-free duration parser, so `deno run --cached-only` needs nothing
+ * from a registry. It speaks HTTP/1.1 over a plain socket to 127.0.0.1, so no HTTP(S)_PROXY
+ * setting can send the probe elsewhere.
  */
+import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
 
 export interface AwaitOptions {
   port: number;
@@ -27,9 +29,12 @@ export class UsageError extends Error {
 const USAGE = "usage: weft-await [--port=4191] [--path=/ready] [--timeout=120s] | weft-await sleep <seconds>";
 
 function durationMs(text: string, what: string): number {
-  const m = /^(\d+)(ms|s|m)?$/.exec(text);
-  if (!m) throw new UsageError(`${what}: "${text}" is not a duration such as 500ms, 30s or 2m\n${USAGE}`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[(m[2] ?? "s") as "ms" | "s" | "m"];
+  try {
+    return parseDurationMs(text, what);
+  } catch (e) {
+    if (e instanceof DurationError) throw new UsageError(`${e.message}\n${USAGE}`);
+    throw e;
+  }
 }
 
 export type AwaitCommand = { kind: "await"; opts: AwaitOptions } | { kind: "sleep"; ms: number };

@@ -7,6 +7,7 @@
 import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_TRUST_DOMAIN } from "../../proto/control_plane.ts";
 import { Annotations } from "../../proto/annotations.ts";
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
+import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
 import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
 import { defaultInjectorConfig, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { checkOverrideValue } from "./overrides.ts";
@@ -156,11 +157,13 @@ function ports(text: string, flag: string): number[] {
   });
 }
 
-/** Go-style duration with one unit (ms, s, m), as the operator writes it. */
 function durationMs(text: string, flag: string): number {
-  const m = /^(\d+)(ms|s|m)$/.exec(text);
-  if (!m) throw new FlagError(`--${flag}: "${text}" is not a duration such as 500ms, 1s or 2m`);
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[m[2] as "ms" | "s" | "m"];
+  try {
+    return parseDurationMs(text, `--${flag}`);
+  } catch (e) {
+    if (e instanceof DurationError) throw new FlagError(e.message);
+    throw e;
+  }
 }
 
 function dnsName(text: string, flag: string): string {

@@ -5,6 +5,7 @@
  */
 import { Annotations } from "../../proto/annotations.ts";
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
+import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
 import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
 import { parsePortList, type PortRange, resolvePortList } from "../../proto/port_list.ts";
 import type { ResourceSpec } from "./config.ts";
@@ -39,7 +40,6 @@ export interface OverrideProblem {
 }
 
 const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
-const DURATION = /^\d+(ms|s|m|h)$/;
 const LOG_LEVEL = /^(trace|debug|info|warn|error|off)$/;
 
 class Problem extends Error {}
@@ -213,10 +213,15 @@ const SPECS: Spec[] = [
     ] as const
   ).map(([ann, field]): Spec => ({
     key: Annotations[ann],
-    form: "a duration such as 500ms, 10s, 2m or 1h",
+    form: "a duration such as 500ms, 1.5s, 2m or 1h30m",
+    // Go's grammar, as Linkerd reads these annotations; written for the proxy (whose variables take
+    // whole units, linkerd2-proxy's format) as whole milliseconds.
     apply(v, o) {
-      if (!DURATION.test(v)) throw new Problem("not a duration");
-      o[field] = v;
+      try {
+        o[field] = `${Math.trunc(parseDurationMs(v, Annotations[ann]))}ms`;
+      } catch (e) {
+        throw e instanceof DurationError ? new Problem(e.reason) : e;
+      }
     },
   })),
   {

@@ -68,3 +68,18 @@ Deno.test("each invalid override is reported with the annotation, its value and 
     assert.match(problems[0].message, re, `${key}=${value}`);
   }
 });
+
+Deno.test("duration overrides: Go's grammar in, whole milliseconds out for the proxy's variables", () => {
+  const { overrides, problems } = parseOverrides({
+    "config.linkerd.io/proxy-inbound-connect-timeout": "1m30s",
+    "config.linkerd.io/proxy-outbound-connect-timeout": "1.5s",
+  });
+  assert.deepEqual(problems, []);
+  assert.equal(overrides.inboundConnectTimeout, "90000ms");
+  assert.equal(overrides.outboundConnectTimeout, "1500ms");
+  for (const [value, why] of [["-1s", /negative/], ["1d", /unknown unit "d"/], ["5", /no unit/]] as const) {
+    const bad = parseOverrides({ "config.linkerd.io/proxy-inbound-connect-timeout": value });
+    assert.equal(bad.problems.length, 1, value);
+    assert.match(bad.problems[0].message, why);
+  }
+});

@@ -14,7 +14,7 @@ import { Ports } from "../../proto/ports.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { loadKubeConfig } from "../k8s/mod.ts";
 import { defaultPolicyConfig, isDefaultPolicy, type PolicyConfig } from "./config.ts";
-import { parseDurationMs } from "./duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 import { PolicyGrpcServer } from "./grpc_server.ts";
 import { InformerPolicySource, KubeStatusClient } from "./k8s_source.ts";
 import { RouteStatusWriter } from "./route_status.ts";
@@ -78,7 +78,7 @@ export function parseArgs(args: string[], kubeconfig: string | undefined): Polic
     clusterNetworks: nets("cluster-networks", list("cluster-networks")) ?? base.clusterNetworks,
     probeNetworks: nets("probe-networks", list("probe-networks")) ?? base.probeNetworks,
     defaultPolicy,
-    detectTimeoutMs: detect ? parseDurationMs(detect) : base.detectTimeoutMs,
+    detectTimeoutMs: detect ? parseDurationMs(detect, "--detect-timeout") : base.detectTimeoutMs,
     allowL5dRequestHeaders: take("allow-l5d-request-headers") === "true",
   };
   const [grpcHost, grpcPort] = splitAddr("grpc-addr", take("grpc-addr") ?? `0.0.0.0:${Ports.policy}`);

@@ -25,7 +25,8 @@ import { fromIpAddress } from "../../proto/ip.ts";
 import type { TcpAddress } from "../../proto/gen/net.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import type { PolicyConfig } from "./config.ts";
-import { durationFromMs, parseDurationMs } from "./duration.ts";
+import { durationFromMs } from "./duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 import { opaquePortsInclude, routeMetadata } from "./inbound_index.ts";
 import type {
   BackendRef,

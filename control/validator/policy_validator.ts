@@ -4,7 +4,7 @@
  * ignores resources it cannot use; this rejects them before they are stored.
  */
 import { toIpNetwork } from "../../proto/ip.ts";
-import { parseDurationMs } from "../policy/duration.ts";
+import { parseDurationMs } from "../../proto/go_duration.ts";
 import { convertFilter, grpcMatch, httpMatch } from "../policy/route_convert.ts";
 import type {
   AuthorizationPolicySpec,
@@ -281,13 +281,7 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
     for (const k of ["request", "backendRequest"] as const) {
       const v = rule.timeouts?.[k];
       if (v !== undefined) {
-        attempt(out, () => {
-          try {
-            parseDurationMs(v);
-          } catch (e) {
-            throw new Error(`spec.rules[${i}].timeouts.${k}: ${(e as Error).message}`);
-          }
-        });
+        attempt(out, () => parseDurationMs(v, `spec.rules[${i}].timeouts.${k}`));
       }
     }
   });

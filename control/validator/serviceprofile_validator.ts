@@ -8,7 +8,7 @@
  * Anything admitted is also run through the destination service's translation, so a profile that
  * passes here is one the destination can serve.
  */
-import { parseGoDuration, parseQuantity, translateProfile } from "../destination/profile_translate.ts";
+import { parseQuantity, profileDuration, translateProfile } from "../destination/profile_translate.ts";
 import type { ServiceProfile } from "../destination/k8s_types.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
 
@@ -66,10 +66,10 @@ class Checker {
       return this.problem(path, `must be a duration string such as "500ms", got ${kindOf(value)}`);
     }
     try {
-      const d = parseGoDuration(value);
+      const d = profileDuration(value, path);
       if (d.seconds === 0n && d.nanos === 0) this.problem(path, `"${value}" must be greater than 0`);
     } catch (e) {
-      this.problem(path, (e as Error).message);
+      this.problems.push((e as Error).message); // names the path already
     }
   }
 }

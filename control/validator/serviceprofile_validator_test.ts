@@ -118,7 +118,9 @@ const invalid: [string, Edit, string[]][] = [
   [
     "bad timeout",
     (p) => spec(p).routes[0].timeout = "5 seconds",
-    ['spec.routes[0].timeout: invalid duration "5 seconds": want e.g. "300ms", "1.5s" or "1m30s"'],
+    [
+      'spec.routes[0].timeout: "5 seconds" is not a duration (unknown unit " seconds"); want e.g. 300ms, 1.5s or 1h30m',
+    ],
   ],
   ["zero timeout", (p) => spec(p).routes[0].timeout = "0s", [
     'spec.routes[0].timeout: "0s" must be greater than 0',
@@ -126,7 +128,7 @@ const invalid: [string, Edit, string[]][] = [
   [
     "negative timeout",
     (p) => spec(p).routes[0].timeout = "-1s",
-    ['spec.routes[0].timeout: invalid duration "-1s": want e.g. "300ms", "1.5s" or "1m30s"'],
+    ['spec.routes[0].timeout: "-1s" is not a duration (negative); want e.g. 300ms, 1.5s or 1h30m'],
   ],
   [
     "isRetryable as a string",

@@ -3,7 +3,7 @@
  * certificates and caBundles; a certificate expiring within the threshold fails.
  */
 import { checkExpiry } from "../../control/certs/expiry_check.ts";
-import { formatDuration } from "../../control/identity/duration.ts";
+import { formatDuration } from "../../proto/go_duration.ts";
 import { TrustAnchors } from "../../control/identity/issuer.ts";
 import { certProblems, serviceDnsNames } from "../certs.ts";
 import { type Manifest, objectPath } from "../kinds.ts";
