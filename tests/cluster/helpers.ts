@@ -1,29 +1,13 @@
 // Helpers for cluster tests: kubectl against the cluster in KUBECONFIG, and one namespace per test.
 
-import { join } from "node:path";
+import { kubectlBinary } from "../lib/kubectl_binary.ts";
 import { BIN_CACHE } from "./config.ts";
-import { exec, exists, type RunResult } from "./exec.ts";
+import { exec, type RunResult } from "./exec.ts";
 
 export const KUBECONFIG = Deno.env.get("KUBECONFIG") ?? "";
 
-let kubectlBin: string | undefined;
-
-/** The kubectl built with the local cluster when present (same release), else WEFT_KUBECTL or PATH's. */
-async function kubectlBinary(): Promise<string> {
-  if (kubectlBin) return kubectlBin;
-  const fromEnv = Deno.env.get("WEFT_KUBECTL");
-  if (fromEnv) return (kubectlBin = fromEnv);
-  try {
-    for await (const e of Deno.readDir(BIN_CACHE)) {
-      const p = join(BIN_CACHE, e.name, "kubectl");
-      if (e.name.startsWith("k8s-") && (await exists(p))) return (kubectlBin = p);
-    }
-  } catch { /* no local cache */ }
-  return (kubectlBin = "kubectl");
-}
-
 export async function kubectl(args: string[], stdin?: string): Promise<RunResult> {
-  const bin = await kubectlBinary();
+  const bin = await kubectlBinary(BIN_CACHE);
   return await exec(bin, ["--kubeconfig", KUBECONFIG, ...args], stdin === undefined ? {} : { stdin });
 }
 

@@ -3,40 +3,16 @@
  * the whole run), failures carry kubectl's own message, and each test gets its own namespace that is deleted
  * afterwards whatever happens.
  */
-import { join } from "node:path";
+import { exec, type RunResult } from "../../lib/exec.ts";
+import { kubectlBinary } from "../../lib/kubectl_binary.ts";
+import { BIN_CACHE } from "../../cluster/config.ts";
 import { waitFor } from "./wait.ts";
 
 export const KUBECONFIG = Deno.env.get("KUBECONFIG") ?? "";
 /** The mesh's control-plane namespace, as deployed by `deno task deploy`. */
 export const CONTROL_PLANE_NS = Deno.env.get("WEFT_NAMESPACE") ?? "weft";
 export const WEFT_IMAGE = "localhost/weft:dev";
-const BIN_CACHE = "/var/cache/weft/cluster";
-
-export interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-let kubectlBin: string | undefined;
-
-/** WEFT_KUBECTL, else the kubectl built with the local cluster (same release), else PATH's. */
-async function kubectlBinary(): Promise<string> {
-  if (kubectlBin) return kubectlBin;
-  const fromEnv = Deno.env.get("WEFT_KUBECTL");
-  if (fromEnv) return (kubectlBin = fromEnv);
-  try {
-    for await (const e of Deno.readDir(BIN_CACHE)) {
-      if (!e.name.startsWith("k8s-")) continue;
-      const p = join(BIN_CACHE, e.name, "kubectl");
-      try {
-        await Deno.stat(p);
-        return (kubectlBin = p);
-      } catch { /* not in this release folder */ }
-    }
-  } catch { /* no local cluster cache */ }
-  return (kubectlBin = "kubectl");
-}
+export type { RunResult };
 
 export interface KubectlOptions {
   stdin?: string;
@@ -48,21 +24,11 @@ export interface KubectlOptions {
 export async function kubectl(args: string[], opts: KubectlOptions = {}): Promise<RunResult> {
   if (!KUBECONFIG) throw new Error("KUBECONFIG is not set: the cluster tests run through `deno task test`");
   const timeoutMs = opts.timeoutMs ?? 60_000;
-  const child = new Deno.Command(await kubectlBinary(), {
-    args: ["--kubeconfig", KUBECONFIG, `--request-timeout=${Math.ceil(timeoutMs / 1000)}s`, ...args],
-    stdin: opts.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(timeoutMs + 5_000),
-  }).spawn();
-  if (opts.stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(opts.stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return await exec(
+    await kubectlBinary(BIN_CACHE),
+    ["--kubeconfig", KUBECONFIG, `--request-timeout=${Math.ceil(timeoutMs / 1000)}s`, ...args],
+    { stdin: opts.stdin, signal: AbortSignal.timeout(timeoutMs + 5_000) },
+  );
 }
 
 /** kubectl that must succeed; returns stdout. */
