@@ -11,9 +11,7 @@ import type {
   ProxyProtocol,
   Server as ProtoServer,
 } from "../../proto/gen/inbound.ts";
-import type { Metadata } from "../../proto/gen/meta.ts";
 import { Annotations } from "../../proto/annotations.ts";
-import { portListCache, portListHas } from "../../proto/port_list.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import {
@@ -24,9 +22,18 @@ import {
 } from "./authz.ts";
 import { isDefaultPolicy, type PolicyConfig } from "./config.ts";
 import { durationFromMs } from "./duration.ts";
+import { opaquePortsInclude } from "./opaque_ports.ts";
 import type { GrpcRoute, HttpRoute, ObjectRef, Pod, Server } from "./resources.ts";
 import { GATEWAY_GROUP, POLICY_GROUP } from "./resources.ts";
-import { convertFilter, grpcMatch, hostMatch, httpMatch, routeOrder } from "./route_convert.ts";
+import {
+  convertFilter,
+  convertOrSkip,
+  grpcMatch,
+  hostMatch,
+  httpMatch,
+  routeMetadata,
+  routeOrder,
+} from "./route_convert.ts";
 import { selects, specificity } from "./selector.ts";
 import type { PolicyStore } from "./store.ts";
 
@@ -138,21 +145,6 @@ export function probePaths(pod: Pod, port: number): string[] {
     }
   }
   return [...paths].sort();
-}
-
-// As Linkerd's policy controller: a bad entry is logged (once per distinct value) and ignored,
-// the value's good entries still apply.
-const opaquePortList = portListCache(Annotations.opaquePorts, (errors) => {
-  for (const e of errors) console.error(`policy: ${e.message}; entry ignored`);
-});
-
-/** Whether an opaque-ports annotation (`25,4000-4100,mysql`) lists `port`; names via `portOfName`. */
-export function opaquePortsInclude(
-  text: string,
-  port: number,
-  portOfName: (name: string) => number | undefined,
-): boolean {
-  return portListHas(opaquePortList(text), port, portOfName);
 }
 
 /** The number of the pod's container port called `name`. */
@@ -309,26 +301,6 @@ export function serverAuthzs(store: PolicyStore, server: Server, cfg: PolicyConf
   return sortAuthz(out);
 }
 
-export function routeMetadata(
-  group: string,
-  kind: string,
-  r: { metadata: { name: string; namespace?: string } },
-): Metadata {
-  return {
-    kind: {
-      $case: "resource",
-      value: {
-        group,
-        kind,
-        name: r.metadata.name,
-        namespace: r.metadata.namespace ?? "",
-        section: "",
-        port: 0,
-      },
-    },
-  };
-}
-
 export function inboundHttpRoute(
   store: PolicyStore,
   group: string,
@@ -400,14 +372,6 @@ export function attachedGrpcRoutes(store: PolicyStore, server: Server): GrpcRout
   return out.sort(routeOrder);
 }
 
-function tryConvert<T>(f: () => T): T[] {
-  try {
-    return [f()];
-  } catch {
-    return []; // Route status reports why it was not accepted.
-  }
-}
-
 export function serverPolicy(
   store: PolicyStore,
   server: Server,
@@ -418,7 +382,7 @@ export function serverPolicy(
   const authorizations = serverAuthzs(store, server, cfg);
   const httpRoutes = () => {
     const routes = attachedHttpRoutes(store, server).flatMap((r) =>
-      tryConvert(() => inboundHttpRoute(store, r.group, r.route, cfg))
+      convertOrSkip(() => inboundHttpRoute(store, r.group, r.route, cfg))
     );
     return routes.length > 0 ? routes : defaultHttpRoutes(pod, port, cfg);
   };
@@ -432,7 +396,7 @@ export function serverPolicy(
       break;
     case "gRPC": {
       const routes = attachedGrpcRoutes(store, server).flatMap((r) =>
-        tryConvert(() => inboundGrpcRoute(store, r, cfg))
+        convertOrSkip(() => inboundGrpcRoute(store, r, cfg))
       );
       protocol = {
         kind: {

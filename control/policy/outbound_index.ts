@@ -27,7 +27,7 @@ import { RequestError } from "../grpc/request_error.ts";
 import type { PolicyConfig } from "./config.ts";
 import { durationFromMs } from "./duration.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
-import { opaquePortsInclude, routeMetadata } from "./inbound_index.ts";
+import { opaquePortsInclude } from "./opaque_ports.ts";
 import type {
   BackendRef,
   GrpcRoute,
@@ -39,7 +39,15 @@ import type {
   ServicePort,
 } from "./resources.ts";
 import { GATEWAY_GROUP } from "./resources.ts";
-import { convertFilter, grpcMatch, hostMatch, httpMatch, routeOrder } from "./route_convert.ts";
+import {
+  convertFilter,
+  convertOrSkip,
+  grpcMatch,
+  hostMatch,
+  httpMatch,
+  routeMetadata,
+  routeOrder,
+} from "./route_convert.ts";
 import type { PolicyStore } from "./store.ts";
 
 export const OutboundAnnotations = {
@@ -510,14 +518,6 @@ export function outboundGrpcRoute(
   };
 }
 
-function tryConvert<T>(f: () => T): T[] {
-  try {
-    return [f()];
-  } catch {
-    return []; // Route status reports why it was not accepted.
-  }
-}
-
 function isOpaquePort(svc: Service, sp: ServicePort | undefined): boolean {
   const a = svc.metadata.annotations?.[Annotations.opaquePorts];
   if (sp?.appProtocol === "linkerd.io/opaque") return true;
@@ -541,7 +541,7 @@ export function servicePolicy(
   const accrual = failureAccrual(svc);
 
   const grpcRoutes = attached((n) => store.grpcRoutes(n), svc, port, srcNs)
-    .flatMap((r) => tryConvert(() => outboundGrpcRoute(store, r, svc, port, cfg)));
+    .flatMap((r) => convertOrSkip(() => outboundGrpcRoute(store, r, svc, port, cfg)));
   if (grpcRoutes.length > 0) {
     return {
       metadata: meta,
@@ -561,7 +561,7 @@ export function servicePolicy(
   }
   let routes = attached(httpCandidates, svc, port, srcNs)
     .flatMap((r) =>
-      tryConvert(() => outboundHttpRoute(store, groups.get(r) ?? GATEWAY_GROUP, r, svc, port, cfg))
+      convertOrSkip(() => outboundHttpRoute(store, groups.get(r) ?? GATEWAY_GROUP, r, svc, port, cfg))
     );
   if (routes.length === 0) {
     const objs = [svc];

@@ -14,6 +14,7 @@ import type {
   RequestRedirect,
 } from "../../proto/gen/http_route.ts";
 import { type HttpMethod, type Scheme, Scheme_Registered } from "../../proto/gen/http_types.ts";
+import type { Metadata } from "../../proto/gen/meta.ts";
 import type {
   GrpcRouteMatch,
   HeaderModifier,
@@ -161,4 +162,34 @@ export function routeOrder(
   if (ta && !tb) return -1;
   if (!ta && tb) return 1;
   return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
+/** The metadata the proxy reports for a route (its `route_*` metric labels): group, kind, namespace and name. */
+export function routeMetadata(
+  group: string,
+  kind: string,
+  r: { metadata: { name: string; namespace?: string } },
+): Metadata {
+  return {
+    kind: {
+      $case: "resource",
+      value: {
+        group,
+        kind,
+        name: r.metadata.name,
+        namespace: r.metadata.namespace ?? "",
+        section: "",
+        port: 0,
+      },
+    },
+  };
+}
+
+/** One converted route, or none when a converter refused it: the route is left out and its status says why. */
+export function convertOrSkip<T>(convert: () => T): T[] {
+  try {
+    return [convert()];
+  } catch {
+    return [];
+  }
 }
