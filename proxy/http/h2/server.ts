@@ -161,7 +161,9 @@ function handleStream(
   // connection dropping) aborts the service and whatever it started upstream.
   let completed = false;
   const abort = (f: StreamFailure | undefined) => {
-    if (completed || ac.signal.aborted) return;
+    // A clean finish (both sides ended) means the whole response went out: nothing to abort, and
+    // no error to build (this runs for every stream, often before `completed` is set).
+    if (f === undefined || completed || ac.signal.aborted) return;
     const code = f?.kind === "reset" || f?.kind === "refused" ? f.code : ErrorCode.INTERNAL_ERROR;
     ac.abort(new Http2StreamReset(`client reset the stream (code ${code})`, code));
   };

@@ -56,7 +56,24 @@ function explain(e: unknown, ...signals: (AbortSignal | undefined)[]): unknown {
   return e;
 }
 
-export async function execute(
+/** True when a plan has neither retries nor timeouts: `execute` would only call through. */
+export function isDirect(plan: RequestPlan): boolean {
+  return !plan.retry && !hasTimeouts(plan.timeouts);
+}
+
+export function execute(
+  req: HttpRequest,
+  signal: AbortSignal,
+  plan: RequestPlan,
+  inner: HttpService,
+  deps: ExecuteDeps,
+): Promise<HttpResponse> {
+  // No promise or closure of its own when there is nothing to do.
+  if (isDirect(plan)) return inner(req, signal);
+  return executePlan(req, signal, plan, inner, deps);
+}
+
+async function executePlan(
   req: HttpRequest,
   signal: AbortSignal,
   plan: RequestPlan,
@@ -65,7 +82,6 @@ export async function execute(
 ): Promise<HttpResponse> {
   const t = plan.timeouts;
   const retry = plan.retry;
-  if (!retry && !hasTimeouts(t)) return inner(req, signal);
 
   const { clock } = deps;
   // Request-wide timers: total limit and idleness, over every attempt and the response body.

@@ -4,13 +4,13 @@
  * The logical layer (`logical.ts`) picks which backend a request goes to; the endpoint layer
  * (`endpoint.ts`) sends it.
  */
-import type { WeightedAddr } from "../../../proto/gen/destination.ts";
+import type { WeightedAddr } from "../../../proto/gen_messages/destination.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { addrKey, type Discovery, type EndpointSet } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { endpointTarget, type Target } from "../resolve.ts";
-import { Balancer, type FailureAccrualConfig, type QueueConfig } from "../../balance/balancer.ts";
+import { Balancer, type FailureAccrualConfig, type Lease, type QueueConfig } from "../../balance/balancer.ts";
 import { preciseClock } from "../../core/clock.ts";
 import type { PeakEwmaConfig } from "../../balance/peak_ewma.ts";
 import type { Rng } from "../../core/rng.ts";
@@ -45,6 +45,7 @@ export class BackendState {
   readonly #deps: ConcreteDeps;
   readonly #source: BackendSource;
   readonly #handle: WatchHandle<EndpointSet> | undefined;
+  readonly #clock: Clock;
   #synced: unknown = null;
   #clients = new Map<string, EndpointClient>();
   #waited = false;
@@ -57,12 +58,13 @@ export class BackendState {
   ) {
     this.#deps = deps;
     this.#source = source;
+    this.#clock = deps.clock ?? preciseClock;
     this.balancer = new Balancer<EndpointClient>({
       name,
       ewma: cfg.ewma,
       queue: cfg.queue,
       accrual: cfg.accrual,
-      clock: deps.clock ?? preciseClock,
+      clock: this.#clock,
       rng: deps.rng,
     });
     // A forward without mesh metadata asks Destination about that address (as the L4 path does).
@@ -128,7 +130,7 @@ export class BackendState {
       await h.ready(this.#deps.discoveryTimeoutMs);
       this.#sync();
     }
-    const clock = this.#deps.clock ?? preciseClock;
+    const clock = this.#clock;
     const b = this.balancer;
     const lease = b.pick(clock.now()) ?? await b.acquire(signal);
     let res: HttpResponse;
@@ -144,7 +146,7 @@ export class BackendState {
       lease.done(res.status < 500 && (early === undefined || early === "0"), clock.now());
       return res;
     }
-    res.body = new LeaseBody(res.body, res.status, (ok) => lease.done(ok, clock.now()));
+    res.body = new LeaseBody(res.body, res.status, lease, clock);
     return res;
   }
 
@@ -160,16 +162,21 @@ function retire(c: EndpointClient): void {
   Deno.unrefTimer(setTimeout(() => c.close(1000), RETIRE_GRACE_MS));
 }
 
-/** Reports the response's end to the balancer (failure accrual sees gRPC statuses in trailers). */
+/**
+ * Reports the response's end to the balancer (failure accrual sees gRPC statuses in trailers). It
+ * holds the lease itself rather than a callback: one object per response on the hot path.
+ */
 class LeaseBody implements Body {
   #inner: Body;
   #status: number;
-  #done: ((ok: boolean) => void) | undefined;
+  #lease: Lease<EndpointClient> | undefined;
+  #clock: Clock;
 
-  constructor(inner: Body, status: number, done: (ok: boolean) => void) {
+  constructor(inner: Body, status: number, lease: Lease<EndpointClient>, clock: Clock) {
     this.#inner = inner;
     this.#status = status;
-    this.#done = done;
+    this.#lease = lease;
+    this.#clock = clock;
   }
 
   get length(): number | undefined {
@@ -181,9 +188,9 @@ class LeaseBody implements Body {
   }
 
   #finish(ok: boolean): void {
-    const d = this.#done;
-    this.#done = undefined;
-    d?.(ok);
+    const l = this.#lease;
+    this.#lease = undefined;
+    l?.done(ok, this.#clock.now());
   }
 
   async read(): Promise<Uint8Array | null> {

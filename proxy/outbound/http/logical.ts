@@ -11,8 +11,8 @@
  * update is logged and the previous compiled one is kept.
  */
 import type * as net from "node:net";
-import type { DestinationProfile } from "../../../proto/gen/destination.ts";
-import type { OutboundPolicy } from "../../../proto/gen/outbound.ts";
+import type { DestinationProfile } from "../../../proto/gen_messages/destination.ts";
+import type { OutboundPolicy } from "../../../proto/gen_messages/outbound.ts";
 import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../log.ts";
@@ -21,15 +21,23 @@ import type { SocketAddr } from "../../transport/orig_dst.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
 import { preciseClock } from "../../core/clock.ts";
 import { DEFAULT_PEAK_EWMA } from "../../balance/peak_ewma.ts";
-import { systemRng } from "../../core/rng.ts";
+import { type Rng, systemRng } from "../../core/rng.ts";
 import { type BackendSource, BackendState, type ConcreteDeps } from "./concrete.ts";
 import { serveHttp1 } from "../../http/h1/mod.ts";
 import { serveHttp2 } from "../../http/h2/server.ts";
-import { HttpError, type HttpResponse, type HttpService, isGrpc } from "../../http/message.ts";
+import {
+  HttpError,
+  type HttpRequest,
+  type HttpResponse,
+  type HttpService,
+  isGrpc,
+} from "../../http/message.ts";
 import { compileOutboundPolicy, type OutboundPolicyRoutes, type RouteBackend } from "../../route/outbound.ts";
 import { type CompiledProfile, compileProfile, type ProfileRoute } from "../../route/profile.ts";
 import { type Routing, selectRouting } from "../../route/select.ts";
-import { execute } from "../../http/retry/execute.ts";
+import { execute, type ExecuteDeps, isDirect } from "../../http/retry/execute.ts";
+import type { Distribution } from "../../route/distribution.ts";
+import type { Matcher } from "../../route/http_match.ts";
 
 export interface OutboundHttpDeps extends ConcreteDeps {
   /** A destination's service lives this long after its last connection closed. */
@@ -54,7 +62,13 @@ class DestinationService {
   #policy: OutboundPolicyRoutes | undefined;
   #profileSrc: DestinationProfile | undefined;
   #profile: CompiledProfile | undefined;
+  /** The default and profile-authority backends, by name. */
   #backends = new Map<string, BackendState>();
+  /** Outbound-policy route backends, by RouteBackend key (kept across recompiles of the policy). */
+  #routeBackends = new Map<string, BackendState>();
+  #default: BackendState | undefined;
+  readonly #rng: Rng;
+  readonly #exec: ExecuteDeps;
   #routeHandles = new WeakMap<ProfileRoute, RouteMetrics>();
   /** Recomputed only when the policy or profile changed. */
   #routing: Routing = selectRouting(undefined, undefined);
@@ -62,6 +76,8 @@ class DestinationService {
   constructor(dst: SocketAddr, deps: OutboundHttpDeps) {
     this.#dst = dst;
     this.#deps = deps;
+    this.#rng = deps.rng ?? systemRng;
+    this.#exec = { clock: deps.clock ?? preciseClock, rng: this.#rng };
     this.#policyHandle = deps.discovery.outbound.subscribe({ ip: dst.ip, port: dst.port });
     this.#profileHandle = deps.discovery.profile.subscribe(addrKey(dst.ip, dst.port));
   }
@@ -75,10 +91,10 @@ class DestinationService {
       if (p) {
         try {
           this.#policy = compileOutboundPolicy(p);
-          for (const [k, b] of this.#backends) {
-            if (k.startsWith("route ") && !this.#policy.backends.has(k.slice(6))) {
+          for (const [k, b] of this.#routeBackends) {
+            if (!this.#policy.backends.has(k)) {
               b.close();
-              this.#backends.delete(k);
+              this.#routeBackends.delete(k);
             }
           }
         } catch (e) {
@@ -127,20 +143,27 @@ class DestinationService {
   }
 
   #routeBackend(rb: RouteBackend, accrual: FailureAccrualConfig | undefined): BackendState {
-    return this.#backend(`route ${rb.key}`, () => {
-      const t = rb.target;
-      if (t.kind === "invalid") throw new HttpError(500, t.message, "invalid_backend", 13);
-      const source: BackendSource = t.kind === "balancer"
-        ? { kind: "path", path: t.path }
-        : { kind: "forward", addr: t.addr, ip: t.ip, port: t.port };
-      const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
-      return new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
-    });
+    let b = this.#routeBackends.get(rb.key);
+    if (b) return b;
+    const t = rb.target;
+    if (t.kind === "invalid") throw new HttpError(500, t.message, "invalid_backend", 13);
+    const source: BackendSource = t.kind === "balancer"
+      ? { kind: "path", path: t.path }
+      : { kind: "forward", addr: t.addr, ip: t.ip, port: t.port };
+    const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
+    b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
+    this.#routeBackends.set(rb.key, b);
+    return b;
   }
 
+  /** Route backends whose balancer fails fast are skipped while another can take the request. */
+  readonly #available = (rb: RouteBackend): boolean =>
+    this.#routeBackends.get(rb.key)?.balancer.failingFast !== true;
+
   #defaultBackend(): BackendState {
+    if (this.#default) return this.#default;
     const d = this.#dst;
-    return this.#backend(
+    return this.#default = this.#backend(
       "default",
       () =>
         new BackendState(
@@ -164,94 +187,122 @@ class DestinationService {
     );
   }
 
+  /**
+   * The destination's service. Requests the proxy fails itself are counted here, where they become
+   * a status; the path without routes, retries or timeouts adds no closure or promise of its own.
+   */
   readonly service: HttpService = async (req, signal) => {
-    this.#refresh();
-    const deps = this.#deps;
-    const rng = deps.rng ?? systemRng;
-    const clock = deps.clock ?? preciseClock;
-    const routing = this.#routing;
-    if (routing.kind === "profile") {
-      const profile = routing.profile;
-      const route = profile.route(req);
-      const classifier = route?.classifier;
-      const policy = this.#policy;
-      const target: HttpService = (r, s) => {
-        const t = profile.chooseTarget(rng);
-        if (t) return this.#authorityBackend(t.authority).send(r, s, classifier);
-        const hit = policy?.find(r);
-        const rb = hit?.policy.backends.choose(rng);
-        if (rb) {
-          return this.#routeBackend(rb, policy?.routesFor(r.version)?.failureAccrual).send(r, s, classifier);
-        }
-        return this.#defaultBackend().send(r, s, classifier);
-      };
-      if (!route) return await target(req, signal);
-      // Profile routes are measured: route_* per logical request, route_actual_* per attempt.
-      const rm = this.#routeMetrics(profile, route);
-      const grpc = isGrpc(req.headers);
-      const send: HttpService = async (r, s) => {
-        const attempt = rm.actual.start(grpc, classifier);
-        try {
-          return instrumentResponse(attempt, await target(r, s));
-        } catch (e) {
-          attempt.fail(e);
-          throw e;
-        }
-      };
-      const rec = rm.requests.start(grpc, classifier);
-      let res: HttpResponse;
+    try {
+      this.#refresh();
+      const routing = this.#routing;
+      if (routing.kind === "policy") return await this.#viaPolicy(routing.policy, req, signal);
+      if (routing.kind === "profile") return await this.#viaProfile(routing.profile, req, signal);
+      return await this.#defaultBackend().send(req, signal);
+    } catch (e) {
+      this.#deps.metrics.outboundError(httpErrorKind(e)).inc();
+      throw e;
+    }
+  };
+
+  #viaProfile(profile: CompiledProfile, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
+    const rng = this.#rng;
+    const route = profile.route(req);
+    const classifier = route?.classifier;
+    const policy = this.#policy;
+    const target: HttpService = (r, s) => {
+      const t = profile.chooseTarget(rng);
+      if (t) return this.#authorityBackend(t.authority).send(r, s, classifier);
+      const hit = policy?.find(r);
+      const rb = hit?.policy.backends.choose(rng);
+      if (rb) {
+        return this.#routeBackend(rb, policy?.routesFor(r.version)?.failureAccrual).send(r, s, classifier);
+      }
+      return this.#defaultBackend().send(r, s, classifier);
+    };
+    if (!route) return target(req, signal);
+    // Profile routes are measured: route_* per logical request, route_actual_* per attempt.
+    const rm = this.#routeMetrics(profile, route);
+    const grpc = isGrpc(req.headers);
+    const send: HttpService = async (r, s) => {
+      const attempt = rm.actual.start(grpc, classifier);
       try {
-        res = await execute(req, signal, route.plan, send, {
-          clock,
-          rng,
-          onRetryable: (_retried, skipped) => rm.retryable(skipped !== "budget"),
-        });
+        return instrumentResponse(attempt, await target(r, s));
       } catch (e) {
-        rec.fail(e);
+        attempt.fail(e);
         throw e;
       }
-      return instrumentResponse(rec, res);
+    };
+    const rec = rm.requests.start(grpc, classifier);
+    return execute(req, signal, route.plan, send, {
+      ...this.#exec,
+      onRetryable: (_retried, skipped) => rm.retryable(skipped !== "budget"),
+    }).then((res) => instrumentResponse(rec, res), (e) => {
+      rec.fail(e);
+      throw e;
+    });
+  }
+
+  async #viaPolicy(
+    policy: OutboundPolicyRoutes,
+    req: HttpRequest,
+    signal: AbortSignal,
+  ): Promise<HttpResponse> {
+    const hit = policy.find(req);
+    if (!hit) {
+      throw new HttpError(
+        404,
+        `no route of ${describeDst(this.#dst)} matches the request`,
+        "route_not_found",
+        5,
+      );
     }
-    if (routing.kind === "policy") {
-      const policy = routing.policy;
-      const hit = policy.find(req);
-      if (!hit) {
-        throw new HttpError(
-          404,
-          `no route of ${describeDst(this.#dst)} matches the request`,
-          "route_not_found",
-          5,
-        );
-      }
-      const rule = hit.policy;
-      const early = rule.filters.applyRequest(req, hit.matcher, rng);
-      if (early) return early;
-      const accrual = policy.routesFor(req.version)?.failureAccrual;
-      const send: HttpService = (r, s) => {
-        const rb = rule.backends.choose(
-          rng,
-          (b) => this.#backends.get(`route ${b.key}`)?.balancer.failingFast !== true,
-        );
-        if (!rb) throw new HttpError(500, "the route has no backends", "no_backends", 13);
-        const answer = rb.filters.applyRequest(r, hit.matcher, rng);
-        if (answer) return Promise.resolve(answer);
-        return this.#routeBackend(rb, accrual).send(r, s).then((res) => {
-          rb.filters.applyResponse(res);
-          return res;
-        });
-      };
-      const res = await execute(req, signal, rule.plan, send, { clock, rng });
-      rule.filters.applyResponse(res);
+    const rule = hit.policy;
+    const rng = this.#rng;
+    const early = rule.filters.applyRequest(req, hit.matcher, rng);
+    if (early) return early;
+    const accrual = policy.routesFor(req.version)?.failureAccrual;
+    const matcher = hit.matcher;
+    const res = isDirect(rule.plan)
+      ? await this.#toRouteBackend(rule.backends, matcher, accrual, req, signal)
+      : await execute(
+        req,
+        signal,
+        rule.plan,
+        (r, s) => this.#toRouteBackend(rule.backends, matcher, accrual, r, s),
+        this.#exec,
+      );
+    rule.filters.applyResponse(res);
+    return res;
+  }
+
+  /** One attempt of a policy route: a backend from its distribution, its filters, its balancer. */
+  #toRouteBackend(
+    backends: Distribution<RouteBackend>,
+    matcher: Matcher,
+    accrual: FailureAccrualConfig | undefined,
+    req: HttpRequest,
+    signal: AbortSignal,
+  ): Promise<HttpResponse> {
+    const rb = backends.choose(this.#rng, this.#available);
+    if (!rb) throw new HttpError(500, "the route has no backends", "no_backends", 13);
+    const answer = rb.filters.applyRequest(req, matcher, this.#rng);
+    if (answer) return Promise.resolve(answer);
+    const sent = this.#routeBackend(rb, accrual).send(req, signal);
+    if (rb.filters.empty) return sent;
+    return sent.then((res) => {
+      rb.filters.applyResponse(res);
       return res;
-    }
-    return await this.#defaultBackend().send(req, signal);
-  };
+    });
+  }
 
   close(): void {
     this.#policyHandle.release();
     this.#profileHandle.release();
     for (const b of this.#backends.values()) b.close();
+    for (const b of this.#routeBackends.values()) b.close();
     this.#backends.clear();
+    this.#routeBackends.clear();
+    this.#default = undefined;
   }
 }
 
@@ -275,14 +326,7 @@ export class OutboundHttp {
     if (svc.idleTimer !== undefined) clearTimeout(svc.idleTimer);
     svc.idleTimer = undefined;
     svc.refs++;
-    // Requests the proxy fails itself are counted at the edge, where they become a status.
-    const m = this.#deps.metrics;
-    const inner = svc.service;
-    const service: HttpService = (req, signal) =>
-      inner(req, signal).catch((e) => {
-        m.outboundError(httpErrorKind(e)).inc();
-        throw e;
-      });
+    const service = svc.service;
     try {
       const drain = this.#deps.drain;
       if (protocol === "http2") {
