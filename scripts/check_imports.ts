@@ -11,8 +11,13 @@ export async function checkImports(root: string, deno: string): Promise<{ lines:
   const edges = await importEdges(root, { deno, skip: NOT_CHECKED });
   const violations = findViolations(edges, IMPORT_RULES);
   const lines = violations.map(formatViolation);
-  for (const u of unusedAllowances(edges, IMPORT_RULES)) {
-    lines.push(`note: ${u.pattern} is allowlisted for "${u.rule.name}" but imports nothing it forbids`);
+  const unused = Map.groupBy(unusedAllowances(edges, IMPORT_RULES), (u) => u.rule.name);
+  for (const [rule, entries] of unused) {
+    lines.push(
+      `note: allowlisted for "${rule}" but importing nothing it forbids (the entries can go): ${
+        entries.map((u) => u.pattern).join(", ")
+      }`,
+    );
   }
   lines.push(
     violations.length
