@@ -3,6 +3,7 @@ import type { V1Container } from "@kubernetes/client-node";
 import { controlPlaneNames } from "../control/injector/config.ts";
 import { INIT_CONTAINER, PROXY_CONTAINER } from "../control/injector/decision.ts";
 import { ProxyEnv } from "../proto/env.ts";
+import { Ports } from "../proto/ports.ts";
 import { IMAGE_COMMANDS } from "../images/build.ts";
 import { createWebhookCa, serviceDnsNames } from "./certs.ts";
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
@@ -166,6 +167,31 @@ Deno.test("controllers run unprivileged with a read-only root filesystem", () =>
       assert.equal(sc.allowPrivilegeEscalation, false, c.name);
       assert.deepEqual(sc.capabilities?.drop, ["ALL"], c.name);
     }
+  }
+});
+
+Deno.test("each controller's probes and admin port are the admin port its code listens on (proto/ports.ts)", () => {
+  // The manifests pass no --admin-addr: the containers listen on their code's default.
+  const admin: [string, string, number][] = [
+    ["weft-identity", "identity", Ports.identityAdmin],
+    ["weft-destination", "destination", Ports.destinationAdmin],
+    ["weft-destination", "policy", Ports.policyAdmin],
+    ["weft-destination", "validator", Ports.validatorAdmin],
+    ["weft-proxy-injector", "proxy-injector", Ports.injectorAdmin],
+  ];
+  for (const [deployment, name, port] of admin) {
+    const c = containersOf(named("Deployment", deployment)).find((c) => c.name === name)!;
+    assert.ok(c, `${deployment} has a ${name} container`);
+    assert.ok(
+      !c.command?.some((a) => a.startsWith("--admin-addr")),
+      `${name} keeps the default admin address`,
+    );
+    assert.deepEqual(
+      [c.readinessProbe?.httpGet?.port, c.livenessProbe?.httpGet?.port],
+      [port, port],
+      `${deployment}/${name} probes`,
+    );
+    assert.ok(c.ports?.some((p) => p.containerPort === port), `${deployment}/${name} declares ${port}`);
   }
 });
 

@@ -14,6 +14,18 @@ export const Ports = {
   policy: 8090,
   /** Identity gRPC (Identity.Certify). */
   identity: 8080,
+  // Each controller's admin server (/live, /ready, /metrics), Linkerd's numbers. Identity and policy share
+  // 9990: they never run in the same pod (policy sits beside destination and the validator).
+  /** Identity's admin server. */
+  identityAdmin: 9990,
+  /** Destination's admin server. */
+  destinationAdmin: 9996,
+  /** Policy's admin server. */
+  policyAdmin: 9990,
+  /** The ServiceProfile/policy validating webhook's admin server. */
+  validatorAdmin: 9997,
+  /** The proxy injector's admin server. */
+  injectorAdmin: 9995,
 } as const;
 
 /** Default UID the proxy runs as; init exempts its traffic from the outbound redirect. */

@@ -9,11 +9,12 @@
  *   weft-await sleep <seconds>
  *       preStop: keeps the proxy up while endpoints are withdrawn (wait-before-exit-seconds).
  *
- * It imports only the dependency-free duration parser, so `deno run --cached-only` needs nothing
- * from a registry. It speaks HTTP/1.1 over a plain socket to 127.0.0.1, so no HTTP(S)_PROXY
+ * It imports only the dependency-free duration parser and port table, so `deno run --cached-only`
+ * needs nothing from a registry. It speaks HTTP/1.1 over a plain socket to 127.0.0.1, so no HTTP(S)_PROXY
  * setting can send the probe elsewhere.
  */
 import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
+import { Ports } from "../../proto/ports.ts";
 
 export interface AwaitOptions {
   port: number;
@@ -26,7 +27,8 @@ export class UsageError extends Error {
   override name = "UsageError";
 }
 
-const USAGE = "usage: weft-await [--port=4191] [--path=/ready] [--timeout=120s] | weft-await sleep <seconds>";
+const USAGE =
+  `usage: weft-await [--port=${Ports.proxyAdmin}] [--path=/ready] [--timeout=120s] | weft-await sleep <seconds>`;
 
 function durationMs(text: string, what: string): number {
   try {
@@ -44,7 +46,7 @@ export function parseAwaitArgs(args: string[]): AwaitCommand {
     if (args.length !== 2 || !/^\d+$/.test(args[1])) throw new UsageError(USAGE);
     return { kind: "sleep", ms: Number(args[1]) * 1000 };
   }
-  const opts: AwaitOptions = { port: 4191, path: "/ready", timeoutMs: 120_000, intervalMs: 200 };
+  const opts: AwaitOptions = { port: Ports.proxyAdmin, path: "/ready", timeoutMs: 120_000, intervalMs: 200 };
   for (const a of args) {
     const m = /^--(port|path|timeout)=(.+)$/.exec(a);
     if (!m) throw new UsageError(`unexpected argument "${a}"\n${USAGE}`);

@@ -9,6 +9,7 @@ import { Annotations } from "../../proto/annotations.ts";
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
 import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
 import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
+import { Ports } from "../../proto/ports.ts";
 import { defaultInjectorConfig, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { checkOverrideValue } from "./overrides.ts";
 
@@ -49,7 +50,7 @@ const PROXY_FLAGS_USAGE =
   --proxy-image=localhost/weft:dev --image-pull-policy=Never|IfNotPresent|Always
   --proxy-version=dev                   recorded in linkerd.io/proxy-version
   --proxy-command="weft-proxy" --init-command="weft-init"
-  --await-command="weft-await --timeout=120s --port=4191" --sleep-command="weft-await sleep"
+  --await-command="weft-await --timeout=120s --port=${Ports.proxyAdmin}" --sleep-command="weft-await sleep"
                                         (words split on spaces, or a JSON array of strings)
   --default-inbound-policy=all-unauthenticated --cluster-networks=10.0.0.0/8,...
   --disable-ipv6=false                  true: neither redirect nor proxy pods' IPv6 traffic
@@ -60,7 +61,7 @@ const PROXY_FLAGS_USAGE =
 
 export const INJECTOR_USAGE = `usage: control/main.ts injector [flags]
   --addr=0.0.0.0:8443                   HTTPS AdmissionReview webhook, path /inject
-  --admin-addr=0.0.0.0:9995             /live /ready /metrics
+  --admin-addr=0.0.0.0:${Ports.injectorAdmin}             /live /ready /metrics
   --tls-dir=${DEFAULT_TLS_DIR}          tls.crt + tls.key, reloaded when they change
   --native-sidecar=auto|true|false      auto: native sidecars when the API server is >= 1.29
   --excluded-namespaces=kube-system,<controller-namespace>
@@ -298,7 +299,7 @@ export function parseInjectorArgs(args: string[], env: Env): InjectorOptions {
       certFile: `${tlsDir}/tls.crt`,
       keyFile: `${tlsDir}/tls.key`,
     },
-    admin: hostPort(flags.get("admin-addr") ?? "0.0.0.0:9995", "admin-addr"),
+    admin: hostPort(flags.get("admin-addr") ?? `0.0.0.0:${Ports.injectorAdmin}`, "admin-addr"),
     kubeconfig: flags.get("kubeconfig") ?? (env.KUBECONFIG || undefined),
     trustAnchorsFile: anchors,
     nativeSidecar: native === undefined || native === "auto" ? "auto" : native === "true",

@@ -14,6 +14,7 @@
  */
 import { parseAllDocuments } from "yaml";
 import { formatWorkloadIdentity } from "../../proto/identity_name.ts";
+import { Ports } from "../../proto/ports.ts";
 import {
   apply,
   CONTROL_PLANE_NS,
@@ -32,7 +33,7 @@ const ROOT = new URL("../../", import.meta.url).pathname;
 const MANIFESTS = `${ROOT}manifests/examples/demo`;
 const APPS_DIR = `${ROOT}tests/demo/apps`;
 const APPS_IN_IMAGE = "/app/tests/demo/apps";
-const PROXY_ADMIN_PORT = 4191;
+const PROXY_ADMIN_PORT = Ports.proxyAdmin;
 const LOAD_METRICS_PORT = 9990;
 const TRUST_DOMAIN = Deno.env.get("WEFT_TRUST_DOMAIN") ?? "cluster.local";
 

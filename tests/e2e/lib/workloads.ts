@@ -4,12 +4,13 @@
  * its own mesh identity, and helpers to drive the app's control port from the host.
  */
 import { formatWorkloadIdentity } from "../../../proto/identity_name.ts";
+import { Ports } from "../../../proto/ports.ts";
 import { CONTROL_PLANE_NS, type Json, WEFT_IMAGE } from "./kube.ts";
 
 export const APP_PORT = 8080;
 export const CONTROL_PORT = 8081;
 /** The proxy's admin port (metrics, /ready), as the injector configures it. */
-export const PROXY_ADMIN_PORT = 4191;
+export const PROXY_ADMIN_PORT = Ports.proxyAdmin;
 export const PROXY_CONTAINER = "linkerd-proxy";
 export const INIT_CONTAINER = "linkerd-init";
 export const TRUST_DOMAIN = Deno.env.get("WEFT_TRUST_DOMAIN") ?? "cluster.local";
