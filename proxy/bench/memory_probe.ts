@@ -10,6 +10,12 @@
  * list runs. Rates: PROBE_RATE (default 1000/s) for PROBE_SECS (default 10), then PROBE_BURST_RATE
  * (default 3000/s) for the same time, over 16 connections. Prints one line per variant and a JSON
  * object per variant as the last lines.
+ *
+ * Allocation per request: a variant with `--trace-gc-nvp` also reports the young-generation bytes
+ * each proxy allocated per request over the two runs (scavenges × new-space capacity, from the
+ * proxy's GC trace): a figure the machine's load does not blur, unlike CPU time. With
+ * PROBE_HEAP_SAMPLE=<seconds> each proxy is started with its inspector on 127.0.0.1:9229 in its pod
+ * and heap_sample.ts samples its allocations during the first run (printed per proxy).
  */
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
 import { createTestCa } from "../testing/certs.ts";
@@ -22,6 +28,9 @@ const RATE = Number(Deno.env.get("PROBE_RATE") ?? "1000");
 const BURST = Number(Deno.env.get("PROBE_BURST_RATE") ?? "3000");
 const SECS = Number(Deno.env.get("PROBE_SECS") ?? "10");
 const CONNS = 16;
+const HEAP_SAMPLE_SECS = Number(Deno.env.get("PROBE_HEAP_SAMPLE") ?? "0");
+const INSPECT_PORT = 9229;
+const heapSampleTs = new URL("./heap_sample.ts", import.meta.url).pathname;
 const H1_PORT = 9100;
 const httpLoadTs = new URL("./http_load.ts", import.meta.url).pathname;
 const deno = Deno.execPath();
@@ -57,6 +66,29 @@ function parseVariant(s: string): Variant {
     env[e.slice(0, j)] = e.slice(j + 1);
   }
   return { name: s.slice(0, i), v8: flags.split(",").filter((f) => f !== ""), env };
+}
+
+/**
+ * Young-generation bytes allocated so far, from a `--trace-gc-nvp` log: each scavenge empties a
+ * new space of `new_space_capacity` bytes, so their sum approximates what was allocated.
+ */
+async function youngBytes(logFile: string): Promise<number> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(logFile);
+  } catch {
+    return 0;
+  }
+  let bytes = 0;
+  for (const m of text.matchAll(/GC: (\{.*\})$/gm)) {
+    try {
+      const g = JSON.parse(m[1]) as { gc: string; new_space_capacity: number };
+      if (g.gc === "s") bytes += g.new_space_capacity;
+    } catch {
+      // A line cut by a concurrent write; the next read sees it whole.
+    }
+  }
+  return bytes;
 }
 
 /** VmRSS, RssAnon, RssFile and VmHWM in MiB. */
@@ -130,6 +162,7 @@ try {
         env: { LINKERD2_PROXY_LOG: "warn", ...v.env },
         logFile: `${work}/proxy-${v.name}-${pod}.log`,
         v8Flags: v.v8,
+        inspectPort: HEAP_SAMPLE_SECS > 0 ? INSPECT_PORT : undefined,
       })
     );
     for (const pod of ["a", "b"]) {
@@ -142,12 +175,42 @@ try {
     await new Promise((r) => setTimeout(r, 2000));
     const pids = proxies.map((p) => p.pid);
     const idle = await Promise.all(pids.map(memory));
+    const gcLogs = ["a", "b"].map((pod) => `${work}/proxy-${v.name}-${pod}.log.out`);
+    const traced = v.v8.includes("--trace-gc-nvp");
+    const young0 = traced ? await Promise.all(gcLogs.map(youngBytes)) : [];
     const cpu0 = await Promise.all(pids.map(cpuSeconds));
+    const sampling = HEAP_SAMPLE_SECS > 0
+      ? ["a", "b"].map((pod) =>
+        pods!.run(pod, [
+          "setpriv",
+          `--reuid=${DEFAULT_PROXY_UID}`,
+          `--regid=${DEFAULT_PROXY_UID}`,
+          "--clear-groups",
+          "env",
+          `HOME=${uidDeno!.denoDir}`,
+          `DENO_DIR=${uidDeno!.denoDir}`,
+          uidDeno!.deno,
+          "run",
+          "-A",
+          "--cached-only",
+          heapSampleTs,
+          String(INSPECT_PORT),
+          String(Math.min(HEAP_SAMPLE_SECS, SECS)),
+        ])
+      )
+      : [];
     const steady = await h1(RATE);
     const cpu1 = await Promise.all(pids.map(cpuSeconds));
     const afterSteady = await Promise.all(pids.map(memory));
     const burst = await h1(BURST);
     const afterBurst = await Promise.all(pids.map(memory));
+    const young1 = traced ? await Promise.all(gcLogs.map(youngBytes)) : [];
+    const allocKiBPerReq = young1.map((y, i) =>
+      Number(((y - young0[i]) / 1024 / Math.max(1, steady.ok + burst.ok)).toFixed(1))
+    );
+    for (const [i, p] of (await Promise.all(sampling)).entries()) {
+      console.log(`heap sample, proxy ${["a", "b"][i]}:\n${p.stdout}${p.stderr}`);
+    }
     const usPerReq = cpu1.map((c, i) => Number((((c - cpu0[i]) * 1e6) / Math.max(1, steady.ok)).toFixed(0)));
     const row = {
       variant: v.name,
@@ -157,6 +220,7 @@ try {
       afterSteady,
       afterBurst,
       usPerReq,
+      allocKiBPerReq,
       steady,
       burst,
     };
@@ -166,7 +230,9 @@ try {
     console.log(
       `${v.name.padEnd(8)} idle ${m(idle)} | after ${RATE}/s ${m(afterSteady)} | after ${BURST}/s ${
         m(afterBurst)
-      } | CPU µs/req ${usPerReq.join(" ")} | ok ${steady.ok}+${burst.ok} p99 ${steady.p99}/${burst.p99} ms`,
+      } | CPU µs/req ${usPerReq.join(" ")}${
+        traced ? ` | young KiB/req ${allocKiBPerReq.join(" ")}` : ""
+      } | ok ${steady.ok}+${burst.ok} p99 ${steady.p99}/${burst.p99} ms`,
     );
     for (const p of proxies) {
       try {

@@ -73,6 +73,8 @@ export interface ProxyProcessOptions {
   logFile: string;
   /** Extra V8 flags (e.g. a `--prof` log for profiling a benchmark). */
   v8Flags?: string[];
+  /** Opens the V8 inspector on 127.0.0.1:<port> inside the pod (allocation profiles). */
+  inspectPort?: number;
 }
 
 /** Starts the real proxy (with the test's certificate instead of Certify) as UID 2102 in `pod`. */
@@ -108,6 +110,7 @@ export function startProxy(net: PodNetwork, o: ProxyProcessOptions): Deno.ChildP
     "-A",
     "--cached-only",
     ...(o.v8Flags?.length ? [`--v8-flags=${o.v8Flags.join(",")}`] : []),
+    ...(o.inspectPort ? [`--inspect=127.0.0.1:${o.inspectPort}`] : []),
     PROXY_TS,
   ];
   return net.spawn(o.pod, argv, env, o.logFile);

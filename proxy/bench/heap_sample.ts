@@ -1,0 +1,104 @@
+/**
+ * Where a running proxy allocates: connects to its V8 inspector (the proxy started with
+ * `--inspect=127.0.0.1:<port>`), samples allocations for a while (HeapProfiler sampling, objects
+ * later collected included) and prints the share of sampled bytes per allocating function, self
+ * and inclusive (project code only for the latter), then one JSON line. memory_probe.ts runs it
+ * inside each pod as the proxy's UID (so the pod's iptables rules leave the connection alone) when
+ * PROBE_HEAP_SAMPLE is set.
+ *
+ *   deno run -A proxy/bench/heap_sample.ts <port> <seconds> [top]
+ *
+ * Function positions are those of the code V8 runs (TypeScript after transpiling), so line numbers
+ * can be a few lines off the source.
+ */
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface SampleNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children: SampleNode[];
+}
+
+const [portArg, secsArg, topArg] = Deno.args;
+const port = Number(portArg);
+const secs = Number(secsArg ?? "5");
+const top = Number(topArg ?? "30");
+if (!Number.isInteger(port) || port <= 0 || !(secs > 0 && secs <= 120)) {
+  console.error("usage: heap_sample.ts <port> <seconds, at most 120> [top]");
+  Deno.exit(2);
+}
+
+const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as {
+  webSocketDebuggerUrl: string;
+}[];
+const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
+await new Promise<void>((resolve, reject) => {
+  ws.onopen = () => resolve();
+  ws.onerror = () => reject(new Error(`inspector on port ${port}: websocket failed`));
+});
+let nextId = 0;
+const waiting = new Map<number, (result: unknown) => void>();
+ws.onmessage = (e) => {
+  const m = JSON.parse(e.data as string) as { id?: number; result?: unknown };
+  if (m.id !== undefined) {
+    waiting.get(m.id)?.(m.result);
+    waiting.delete(m.id);
+  }
+};
+function call(method: string, params: unknown = {}): Promise<unknown> {
+  const id = ++nextId;
+  const answer = new Promise<unknown>((resolve) => waiting.set(id, resolve));
+  ws.send(JSON.stringify({ id, method, params }));
+  return answer;
+}
+
+await call("HeapProfiler.enable");
+await call("HeapProfiler.startSampling", {
+  samplingInterval: 2048,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+});
+await new Promise((r) => setTimeout(r, secs * 1000));
+const { profile } = await call("HeapProfiler.stopSampling") as { profile: { head: SampleNode } };
+ws.close();
+
+const self = new Map<string, number>();
+const inclusive = new Map<string, number>();
+let total = 0;
+function name(cf: CallFrame): string {
+  const url = cf.url.replace(/^file:\/\/.*?\/(proxy|proto)\//, "$1/");
+  return `${cf.functionName || "(anonymous)"} ${url}:${cf.lineNumber + 1}`;
+}
+function walk(n: SampleNode, onStack: Set<string>): number {
+  const key = name(n.callFrame);
+  self.set(key, (self.get(key) ?? 0) + n.selfSize);
+  total += n.selfSize;
+  const outer = onStack.has(key);
+  onStack.add(key);
+  let sum = n.selfSize;
+  for (const c of n.children) sum += walk(c, onStack);
+  if (!outer) {
+    onStack.delete(key);
+    inclusive.set(key, (inclusive.get(key) ?? 0) + sum);
+  }
+  return sum;
+}
+walk(profile.head, new Set());
+
+const pct = (v: number) => `${(v / Math.max(1, total) * 100).toFixed(1).padStart(5)}%`;
+const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]);
+console.log(`sampled ${(total / 1048576).toFixed(1)} MiB in ${secs} s`);
+console.log("self:");
+for (const [k, v] of sorted(self).slice(0, top)) console.log(`${pct(v)} ${k}`);
+console.log("inclusive (proxy code):");
+const own = sorted(inclusive).filter(([k]) => / (proxy|proto)\//.test(k));
+for (const [k, v] of own.slice(0, top)) console.log(`${pct(v)} ${k}`);
+console.log(JSON.stringify({
+  sampledBytes: total,
+  seconds: secs,
+  self: Object.fromEntries(sorted(self).slice(0, top)),
+}));
