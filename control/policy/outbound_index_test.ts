@@ -3,7 +3,8 @@ import type { Backend, HttpRoute, OutboundPolicy, TrafficSpec } from "../../prot
 import { toTcpAddress } from "../../proto/ip.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import { defaultPolicyConfig } from "./config.ts";
-import { outboundPolicy, parseStatusRanges } from "./outbound_index.ts";
+import { outboundPolicy } from "./outbound_index.ts";
+import { parseStatusRanges } from "./outbound_annotations.ts";
 import type { Kind, Obj } from "./resources.ts";
 import { grpcRoute, httpRoute, pod, service, storeWith } from "./testing.ts";
 
