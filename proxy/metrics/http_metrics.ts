@@ -18,6 +18,7 @@
 import type { Metric, Registry } from "prom-client";
 import type { Body, HeaderList, HttpRequest, HttpResponse, HttpService } from "../http/message.ts";
 import { isGrpc } from "../http/message.ts";
+import { BodyTap } from "../http/body_tap.ts";
 import {
   isGrpcFailure,
   ResponseClassification,
@@ -787,54 +788,29 @@ export function instrumentResponse(rec: RequestRecorder, rsp: HttpResponse): Htt
   return rsp;
 }
 
-class RecordedBody implements Body {
-  #inner: Body;
-  #rec: RequestRecorder;
+/** Reports the response body's first byte, end, failure or cancel to the recorder. */
+class RecordedBody extends BodyTap {
+  readonly #rec: RequestRecorder;
 
   constructor(inner: Body, rec: RequestRecorder) {
-    this.#inner = inner;
+    super(inner);
     this.#rec = rec;
   }
 
-  get length(): number | undefined {
-    return this.#inner.length;
+  protected onChunk(): void {
+    this.#rec.firstByte();
   }
 
-  get trailers(): HeaderList | undefined {
-    return this.#inner.trailers;
+  protected onEnd(trailers: HeaderList | undefined): void {
+    this.#rec.end(trailers);
   }
 
-  async read(): Promise<Uint8Array | null> {
-    let chunk: Uint8Array | null;
-    try {
-      chunk = await this.#inner.read();
-    } catch (e) {
-      this.#rec.fail(e);
-      throw e;
-    }
-    return this.#seen(chunk);
+  protected onError(e: unknown): void {
+    this.#rec.fail(e);
   }
 
-  readNow(): Uint8Array | null | undefined {
-    let chunk: Uint8Array | null | undefined;
-    try {
-      chunk = this.#inner.readNow?.();
-    } catch (e) {
-      this.#rec.fail(e);
-      throw e;
-    }
-    return chunk === undefined ? undefined : this.#seen(chunk);
-  }
-
-  #seen(chunk: Uint8Array | null): Uint8Array | null {
-    if (chunk === null) this.#rec.end(this.#inner.trailers);
-    else this.#rec.firstByte();
-    return chunk;
-  }
-
-  cancel(reason?: Error): void {
+  protected onCancel(): void {
     this.#rec.end(undefined);
-    this.#inner.cancel(reason);
   }
 }
 

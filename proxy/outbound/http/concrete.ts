@@ -15,6 +15,7 @@ import { preciseClock } from "../../core/clock.ts";
 import type { PeakEwmaConfig } from "../../balance/peak_ewma.ts";
 import type { Rng } from "../../core/rng.ts";
 import { EndpointClient, type EndpointClientDeps } from "./endpoint.ts";
+import { BodyTap } from "../../http/body_tap.ts";
 import type { Body, HeaderList, HttpRequest, HttpResponse } from "../../http/message.ts";
 
 export interface ConcreteDeps extends EndpointClientDeps {
@@ -166,25 +167,16 @@ function retire(c: EndpointClient): void {
  * Reports the response's end to the balancer (failure accrual sees gRPC statuses in trailers). It
  * holds the lease itself rather than a callback: one object per response on the hot path.
  */
-class LeaseBody implements Body {
-  #inner: Body;
-  #status: number;
+class LeaseBody extends BodyTap {
+  readonly #status: number;
   #lease: Lease<EndpointClient> | undefined;
-  #clock: Clock;
+  readonly #clock: Clock;
 
   constructor(inner: Body, status: number, lease: Lease<EndpointClient>, clock: Clock) {
-    this.#inner = inner;
+    super(inner);
     this.#status = status;
     this.#lease = lease;
     this.#clock = clock;
-  }
-
-  get length(): number | undefined {
-    return this.#inner.length;
-  }
-
-  get trailers(): HeaderList | undefined {
-    return this.#inner.trailers;
   }
 
   #finish(ok: boolean): void {
@@ -193,38 +185,18 @@ class LeaseBody implements Body {
     l?.done(ok, this.#clock.now());
   }
 
-  async read(): Promise<Uint8Array | null> {
-    let chunk: Uint8Array | null;
-    try {
-      chunk = await this.#inner.read();
-    } catch (e) {
-      this.#finish(false);
-      throw e;
-    }
-    return this.#seen(chunk);
+  protected onChunk(): void {}
+
+  protected onEnd(trailers: HeaderList | undefined): void {
+    const g = trailers?.get("grpc-status");
+    this.#finish(this.#status < 500 && (g === undefined || g === "0"));
   }
 
-  readNow(): Uint8Array | null | undefined {
-    let chunk: Uint8Array | null | undefined;
-    try {
-      chunk = this.#inner.readNow?.();
-    } catch (e) {
-      this.#finish(false);
-      throw e;
-    }
-    return chunk === undefined ? undefined : this.#seen(chunk);
+  protected onError(): void {
+    this.#finish(false);
   }
 
-  #seen(chunk: Uint8Array | null): Uint8Array | null {
-    if (chunk === null) {
-      const g = this.#inner.trailers?.get("grpc-status");
-      this.#finish(this.#status < 500 && (g === undefined || g === "0"));
-    }
-    return chunk;
-  }
-
-  cancel(reason?: Error): void {
+  protected onCancel(): void {
     this.#finish(this.#status < 500);
-    this.#inner.cancel(reason);
   }
 }
