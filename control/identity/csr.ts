@@ -14,7 +14,7 @@ import {
   readTlv,
   Tag,
   type Tlv,
-} from "./der.ts";
+} from "../../proto/support/der.ts";
 
 export class CsrError extends Error {
   override name = "CsrError";

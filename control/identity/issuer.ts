@@ -3,7 +3,16 @@
  * load, with everything the signing path needs precomputed (issuer name, key identifier, chain,
  * expiry clamp) so that issuing a leaf is one DER assembly and one signature.
  */
-import { children, derTime, ecdsaRawToDer, expectTlv, oid, Tag, tlv, unsignedInteger } from "./der.ts";
+import {
+  children,
+  derTime,
+  ecdsaRawToDer,
+  expectTlv,
+  oid,
+  Tag,
+  tlv,
+  unsignedInteger,
+} from "../../proto/support/der.ts";
 import { importSigningKey, parseCertificates, PemError } from "./pem.ts";
 import { x509 } from "../../proto/support/x509.ts";
 

@@ -1,18 +1,15 @@
 /** PEM helpers for certificates and private keys (issuer material, trust anchor bundles). */
 import { createPrivateKey } from "node:crypto";
+import { decodePem, PemError } from "../../proto/support/pem.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
-export class PemError extends Error {
-  override name = "PemError";
-}
+export { PemError, toPem } from "../../proto/support/pem.ts";
 
 /** Every CERTIFICATE block of `pem`, parsed; throws PemError naming `what` when there is none. */
 export function parseCertificates(pem: string, what: string): x509.X509Certificate[] {
-  const blocks = [...pem.matchAll(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g)];
-  if (blocks.length === 0) throw new PemError(`${what}: no PEM CERTIFICATE block found`);
-  return blocks.map((m, i) => {
+  return decodePem(pem, "CERTIFICATE", what).map((der, i) => {
     try {
-      return new x509.X509Certificate(m[0]);
+      return new x509.X509Certificate(der);
     } catch (e) {
       throw new PemError(`${what}: certificate #${i + 1} does not parse: ${(e as Error).message}`);
     }
@@ -41,10 +38,4 @@ export async function importSigningKey(pem: string, what: string): Promise<Crypt
   return await crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve: "P-256" }, false, [
     "sign",
   ]);
-}
-
-export function toPem(der: Uint8Array, label = "CERTIFICATE"): string {
-  const b64 = btoa(String.fromCharCode(...der));
-  const lines = b64.match(/.{1,64}/g) ?? [];
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
 }

@@ -3,8 +3,8 @@
  * reused for every renewal: the key is what peers pin via the certificate, the CSR is re-signed
  * only when the key changes.
  */
-import { x509 } from "../../proto/support/x509.ts";
-import { toPem } from "./pem.ts";
+import { toPem } from "../../proto/support/pem.ts";
+import { buildCsr } from "./csr.ts";
 
 const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 
@@ -19,16 +19,10 @@ export interface LocalKey {
 
 export async function generateLocalKey(localName: string): Promise<LocalKey> {
   const keys = await crypto.subtle.generateKey(EC, true, ["sign", "verify"]) as CryptoKeyPair;
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: [{ CN: [localName] }],
-    keys,
-    signingAlgorithm: EC,
-    extensions: [new x509.SubjectAlternativeNameExtension([{ type: "dns", value: localName }])],
-  });
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey("pkcs8", keys.privateKey));
   return {
     keyPem: toPem(pkcs8, "PRIVATE KEY"),
     spki: new Uint8Array(await crypto.subtle.exportKey("spki", keys.publicKey)),
-    csr: new Uint8Array(csr.rawData),
+    csr: await buildCsr(localName, keys),
   };
 }

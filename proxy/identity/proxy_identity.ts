@@ -4,17 +4,16 @@
  * then renew at ~70% of the remaining lifetime. Failures back off exponentially; the current
  * certificate keeps serving until it expires.
  */
-import type { Registry } from "prom-client";
+import type { Registry } from "../metrics/registry.ts";
 import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
 import type { CertStore } from "./cert_store.ts";
 import { type Clock, systemClock } from "../../proto/support/clock.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { generateLocalKey, type LocalKey } from "./key_and_csr.ts";
 import { ProxyIdentityMetrics } from "./metrics.ts";
-import { parseCertificateBundle } from "./pem.ts";
+import { parseCertificateBundle, type ParsedCertificate } from "./cert_parse.ts";
 import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
 import { verifyCertifyResponse } from "./verify_response.ts";
-import type { x509 } from "../../proto/support/x509.ts";
 
 /** Longest wait between attempts before the first certificate. */
 export const FIRST_CERT_MAX_BACKOFF_MS = 5000;
@@ -30,7 +29,7 @@ export interface ProxyIdentityDeps {
 }
 
 export class ProxyIdentity {
-  readonly #anchors: x509.X509Certificate[];
+  readonly #anchors: ParsedCertificate[];
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #log: (line: string) => void;
@@ -82,7 +81,7 @@ export class ProxyIdentity {
         this.config.certifyTimeoutMs,
       );
       const now = this.#clock.now();
-      const accepted = await verifyCertifyResponse(res, {
+      const accepted = verifyCertifyResponse(res, {
         localName: this.config.localName,
         spki: key.spki,
         anchors: this.#anchors,

@@ -1,51 +1,16 @@
 import assert from "node:assert/strict";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { Registry } from "prom-client";
+import { Registry } from "../metrics/registry.ts";
 import { CertStore, type TlsCredentials } from "./cert_store.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { FIRST_CERT_MAX_BACKOFF_MS, ProxyIdentity } from "./proxy_identity.ts";
 import { x509 } from "../../proto/support/x509.ts";
+import { startIdentityServer } from "../testing/identity_server.ts";
 
 const A = "sa-a.ns-a.serviceaccount.identity.linkerd.cluster.local";
 const ID = "linkerd-identity.linkerd.serviceaccount.identity.linkerd.cluster.local";
-const SERVER = new URL("../../control/identity/testing_server.ts", import.meta.url).pathname;
-
-/** The real identity gRPC server, in its own process (proxy/ does not import control/). */
-async function startIdentityServer(dir: string, tokens: string[], lifetime: string) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      SERVER,
-      `--dir=${dir}`,
-      `--lifetime=${lifetime}`,
-      ...tokens.map((t) => `--token=${t}`),
-    ],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`identity test server exited: ${text}`);
-    text += value;
-  }
-  reader.releaseLock();
-  const port = JSON.parse(text.split("\n")[0]).port as number;
-  return {
-    port,
-    anchorsPem: await Deno.readTextFile(`${dir}/ca.crt`),
-    close: async () => {
-      await child.stdin.close();
-      await child.stdout.cancel().catch(() => {});
-      await child.status;
-    },
-  };
-}
 
 function config(
   overrides:

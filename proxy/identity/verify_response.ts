@@ -3,9 +3,10 @@
  * future, the leaf names this proxy and carries its key, and leaf → intermediates → a trust
  * anchor verifies at the current time.
  */
-import type { CertifyResponse } from "../../proto/gen/identity.ts";
-import { toPem } from "./pem.ts";
-import { x509 } from "../../proto/support/x509.ts";
+import { createPublicKey, verify } from "node:crypto";
+import type { CertifyResponse } from "../../proto/gen_messages/identity.ts";
+import { toPem } from "../../proto/support/pem.ts";
+import { OID_SERVER_AUTH, parseCertificate, type ParsedCertificate } from "./cert_parse.ts";
 
 export class CertifyResponseError extends Error {
   override name = "CertifyResponseError";
@@ -15,39 +16,47 @@ export interface AcceptedCertificate {
   /** Leaf then intermediates, PEM. */
   certChainPem: string;
   expiresAt: Date;
-  leaf: x509.X509Certificate;
+  leaf: ParsedCertificate;
 }
 
-function parse(der: Uint8Array, what: string): x509.X509Certificate {
+function parse(der: Uint8Array, what: string): ParsedCertificate {
   try {
-    return new x509.X509Certificate(Uint8Array.from(der));
+    return parseCertificate(der);
   } catch (e) {
     throw new CertifyResponseError(`${what} is not a DER certificate: ${(e as Error).message}`);
   }
 }
 
-function checkTime(c: x509.X509Certificate, what: string, now: number): void {
+function checkTime(c: ParsedCertificate, what: string, now: number): void {
   if (now < c.notBefore.getTime()) {
-    throw new CertifyResponseError(`${what} "${c.subject}" is not valid before ${c.notBefore.toISOString()}`);
+    throw new CertifyResponseError(
+      `${what} "${c.subjectText}" is not valid before ${c.notBefore.toISOString()}`,
+    );
   }
   if (now > c.notAfter.getTime()) {
-    throw new CertifyResponseError(`${what} "${c.subject}" expired at ${c.notAfter.toISOString()}`);
+    throw new CertifyResponseError(`${what} "${c.subjectText}" expired at ${c.notAfter.toISOString()}`);
   }
 }
 
-async function signedBy(c: x509.X509Certificate, by: x509.X509Certificate): Promise<boolean> {
-  if (c.issuer !== by.subject) return false;
-  return await c.verify({ publicKey: by.publicKey, signatureOnly: true }).catch(() => false);
+/** `c` names `by` as its issuer (same Name bytes) and `by`'s key verifies its signature. */
+function signedBy(c: ParsedCertificate, by: ParsedCertificate): boolean {
+  if (!sameBytes(c.issuer, by.subject) || !c.signatureHash) return false;
+  try {
+    const key = createPublicKey({ key: by.spki as Buffer, format: "der", type: "spki" });
+    return verify(c.signatureHash, c.signed, key, c.signature);
+  } catch {
+    return false; // a key node:crypto cannot use, or a signature of the wrong shape
+  }
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
-export async function verifyCertifyResponse(
+export function verifyCertifyResponse(
   res: CertifyResponse,
-  expect: { localName: string; spki: Uint8Array; anchors: x509.X509Certificate[]; now: number },
-): Promise<AcceptedCertificate> {
+  expect: { localName: string; spki: Uint8Array; anchors: ParsedCertificate[]; now: number },
+): AcceptedCertificate {
   const { now } = expect;
   if (!res.validUntil) throw new CertifyResponseError("response has no valid_until");
   const validUntil = Number(res.validUntil.seconds) * 1000 + Math.floor(res.validUntil.nanos / 1e6);
@@ -57,45 +66,37 @@ export async function verifyCertifyResponse(
   if (res.leafCertificate.length === 0) throw new CertifyResponseError("response has no leaf certificate");
   const leaf = parse(res.leafCertificate, "leaf");
   checkTime(leaf, "leaf", now);
-  const dns = leaf.getExtension(x509.SubjectAlternativeNameExtension)?.names.items
-    .filter((n) => n.type === "dns").map((n) => n.value) ?? [];
+  const dns = leaf.dnsNames;
   if (!dns.includes(expect.localName)) {
     throw new CertifyResponseError(
       `leaf names ${JSON.stringify(dns)}, not the local identity "${expect.localName}"`,
     );
   }
-  if (!sameBytes(new Uint8Array(leaf.publicKey.rawData), expect.spki)) {
+  if (!sameBytes(leaf.spki, expect.spki)) {
     throw new CertifyResponseError("leaf does not carry this proxy's public key");
   }
-  const eku = leaf.getExtension(x509.ExtendedKeyUsageExtension);
-  if (eku && !eku.usages.includes(x509.ExtendedKeyUsage.serverAuth)) {
+  if (leaf.extKeyUsage && !leaf.extKeyUsage.includes(OID_SERVER_AUTH)) {
     throw new CertifyResponseError("leaf's extended key usage does not allow TLS server use");
   }
 
   const intermediates = res.intermediateCertificates.map((d, i) => parse(d, `intermediate #${i + 1}`));
   let cur = leaf;
   for (const [i, inter] of intermediates.entries()) {
-    if (!(await signedBy(cur, inter))) {
+    if (!signedBy(cur, inter)) {
       throw new CertifyResponseError(
-        `"${cur.subject}" is not signed by intermediate #${i + 1} "${inter.subject}"`,
+        `"${cur.subjectText}" is not signed by intermediate #${i + 1} "${inter.subjectText}"`,
       );
     }
-    if (!inter.getExtension(x509.BasicConstraintsExtension)?.ca) {
-      throw new CertifyResponseError(`intermediate "${inter.subject}" is not a CA`);
+    if (!inter.isCa) {
+      throw new CertifyResponseError(`intermediate "${inter.subjectText}" is not a CA`);
     }
     checkTime(inter, "intermediate", now);
     cur = inter;
   }
-  let anchor: x509.X509Certificate | undefined;
-  for (const a of expect.anchors) {
-    if (await signedBy(cur, a)) {
-      anchor = a;
-      break;
-    }
-  }
+  const anchor = expect.anchors.find((a) => signedBy(cur, a));
   if (!anchor) {
     throw new CertifyResponseError(
-      `chain ends at "${cur.subject}", issued by "${cur.issuer}": not signed by any trust anchor`,
+      `chain ends at "${cur.subjectText}", issued by "${cur.issuerText}": not signed by any trust anchor`,
     );
   }
   checkTime(anchor, "trust anchor", now);

@@ -1,8 +1,9 @@
 /**
- * A small DER reader and writer for the two structures on the signing path (the CSR and the leaf
- * certificate). Generic ASN.1 libraries cost more per request than the signature itself, and
- * the path only needs to walk a few known shapes. Every read is bounds-checked: the input comes
- * from the network.
+ * A small DER reader and writer, shared by the identity controller (CSR in, leaf out) and the
+ * proxy (CSR out, issued chain in). Generic ASN.1 libraries cost more per request than the
+ * signature itself on the controller, and megabytes of memory in every proxy; both only walk a
+ * few known shapes. Every read is bounds-checked and fails with a DerError: the input comes from
+ * the network.
  */
 
 export class DerError extends Error {
@@ -42,7 +43,10 @@ export function readTlv(buf: Uint8Array, pos: number, limit: number = buf.length
   let valueStart = pos + 2;
   if (len & 0x80) {
     const n = len & 0x7f;
-    if (n === 0 || n > 3) throw new DerError(`unsupported length encoding at offset ${pos}`);
+    if (n === 0) throw new DerError(`indefinite length at offset ${pos} (BER, not DER)`);
+    if (n > 3) {
+      throw new DerError(`length of ${n} bytes at offset ${pos}: elements over 16 MiB are not supported`);
+    }
     if (valueStart + n > limit) throw new DerError(`truncated length at offset ${pos}`);
     len = 0;
     for (let i = 0; i < n; i++) len = (len << 8) | buf[valueStart + i];
@@ -82,6 +86,75 @@ export function bytesEqual(a: Uint8Array, aStart: number, aEnd: number, b: Uint8
   return true;
 }
 
+// ---- reading whole trees (small inputs with untrusted nesting: certificates) ----
+
+/** How deep `decodeDer` descends by default: certificates and CSRs need 7 levels. */
+export const MAX_DER_DEPTH = 8;
+
+/** A decoded element. */
+export interface DerNode {
+  tag: number;
+  /** The whole element: tag, length and value. */
+  der: Uint8Array;
+  /** The value bytes. */
+  value: Uint8Array;
+  /** The elements inside a constructed one (tag bit 0x20); undefined for primitive ones. */
+  children: DerNode[] | undefined;
+}
+
+/**
+ * Decodes `buf`, which must hold exactly one element, into a tree; constructed elements are
+ * descended at most `maxDepth` levels below the root (recursion stays bounded whatever the input).
+ * Throws DerError only.
+ */
+export function decodeDer(buf: Uint8Array, maxDepth: number = MAX_DER_DEPTH): DerNode {
+  if (buf.length === 0) throw new DerError("no data");
+  const root = decodeNode(buf, 0, buf.length, 0, maxDepth);
+  if (root.der.length !== buf.length) {
+    throw new DerError(`${buf.length - root.der.length} trailing bytes after the element`);
+  }
+  return root;
+}
+
+function decodeNode(buf: Uint8Array, pos: number, limit: number, depth: number, maxDepth: number): DerNode {
+  const t = readTlv(buf, pos, limit);
+  const node: DerNode = {
+    tag: t.tag,
+    der: buf.subarray(t.start, t.end),
+    value: buf.subarray(t.valueStart, t.end),
+    children: undefined,
+  };
+  if (t.tag & 0x20) {
+    node.children = [];
+    for (let p = t.valueStart; p < t.end;) {
+      if (depth >= maxDepth) throw new DerError(`nesting deeper than ${maxDepth} levels at offset ${p}`);
+      const child = decodeNode(buf, p, t.end, depth + 1, maxDepth);
+      node.children.push(child);
+      p += child.der.length;
+    }
+  }
+  return node;
+}
+
+/** The dotted form of an OBJECT IDENTIFIER's value bytes. */
+export function decodeOid(value: Uint8Array): string {
+  if (value.length === 0) throw new DerError("empty OBJECT IDENTIFIER");
+  const arcs: number[] = [];
+  let v = 0;
+  for (let i = 0; i < value.length; i++) {
+    const b = value[i];
+    if (v === 0 && b === 0x80) throw new DerError("OBJECT IDENTIFIER arc with a leading zero byte");
+    if (v > (Number.MAX_SAFE_INTEGER - 0x7f) / 128) throw new DerError("OBJECT IDENTIFIER arc too large");
+    v = v * 128 + (b & 0x7f);
+    if (b & 0x80) continue;
+    if (arcs.length === 0) arcs.push(v < 40 ? 0 : v < 80 ? 1 : 2, v < 80 ? v % 40 : v - 80);
+    else arcs.push(v);
+    v = 0;
+  }
+  if (value[value.length - 1] & 0x80) throw new DerError("OBJECT IDENTIFIER ends inside an arc");
+  return arcs.join(".");
+}
+
 function hex(n: number): string {
   return n.toString(16).padStart(2, "0");
 }
@@ -89,6 +162,7 @@ function hex(n: number): string {
 // ---- writing ----
 
 function lengthBytes(len: number): number[] {
+  if (len > 0xffffff) throw new DerError(`element of ${len} bytes: over 16 MiB is not supported`);
   if (len < 0x80) return [len];
   if (len < 0x100) return [0x81, len];
   if (len < 0x10000) return [0x82, len >> 8, len & 0xff];
@@ -122,8 +196,9 @@ export function unsignedInteger(bytes: Uint8Array): Uint8Array {
 /** Encodes a dotted OID (only used to build constants at load time). */
 export function oid(dotted: string): Uint8Array {
   const arcs = dotted.split(".").map(Number);
-  const body: number[] = [arcs[0] * 40 + arcs[1]];
-  for (const arc of arcs.slice(2)) {
+  const body: number[] = [];
+  // The first two arcs share one subidentifier (X.690 8.19.4), which may take several bytes.
+  for (const arc of [arcs[0] * 40 + arcs[1], ...arcs.slice(2)]) {
     const tmp: number[] = [arc & 0x7f];
     for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128)) tmp.unshift((v & 0x7f) | 0x80);
     body.push(...tmp);
