@@ -9,12 +9,13 @@
  */
 import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
+import { flag, FlagError, type Flags, parseFlags } from "../flags/flags.ts";
 import { TrustAnchors } from "../identity/issuer.ts";
 import { checkExpiry } from "./expiry_check.ts";
 import { type CaMaterial, createIssuer, createTrustAnchor } from "./pki.ts";
 
 const USAGE = `usage:
-  deno task certs create [--out=./weft-certs] [--controller-namespace=linkerd] [--trust-domain=cluster.local]
+  deno task certs create [--out=./weft-certs] [--controller-namespace=linkerd] [--identity-trust-domain=cluster.local]
                          [--anchor-lifetime=87600h] [--issuer-lifetime=8760h]
                          [--anchor-cert=PATH --anchor-key=PATH]   (new issuer for an existing anchor)
     writes ca.crt, ca.key (only for a new anchor), issuer.crt, issuer.key
@@ -22,14 +23,12 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
-function parseFlags(args: string[], known: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const a of args) {
-    const m = /^--([a-z-]+)=(.*)$/s.exec(a);
-    if (!m || !known.includes(m[1])) throw new UsageError(`unknown argument "${a}"`);
-    out.set(m[1], m[2]);
+function flagsOf(args: string[], names: string[]): Flags {
+  try {
+    return parseFlags(args, names.map((n) => flag(n))).flags;
+  } catch (e) {
+    throw e instanceof FlagError ? new UsageError(e.message) : e;
   }
-  return out;
 }
 
 async function writeFile(path: string, text: string, mode: number): Promise<void> {
@@ -42,10 +41,10 @@ function expiry(role: string, m: CaMaterial): string {
 }
 
 async function create(args: string[], out: (line: string) => void): Promise<number> {
-  const f = parseFlags(args, [
+  const f = flagsOf(args, [
     "out",
     "controller-namespace",
-    "trust-domain",
+    "identity-trust-domain",
     "anchor-lifetime",
     "issuer-lifetime",
     "anchor-cert",
@@ -53,7 +52,7 @@ async function create(args: string[], out: (line: string) => void): Promise<numb
   ]);
   const dir = f.get("out") ?? "./weft-certs";
   const ns = f.get("controller-namespace") ?? DEFAULT_CONTROL_PLANE_NAMESPACE;
-  const td = f.get("trust-domain") ?? "cluster.local";
+  const td = f.get("identity-trust-domain") ?? "cluster.local";
   const now = Date.now();
   const anchorLifetime = parseDurationMs(f.get("anchor-lifetime") ?? "87600h", "--anchor-lifetime");
   const issuerLifetime = parseDurationMs(f.get("issuer-lifetime") ?? "8760h", "--issuer-lifetime");
@@ -91,7 +90,7 @@ async function create(args: string[], out: (line: string) => void): Promise<numb
 }
 
 async function check(args: string[], out: (line: string) => void): Promise<number> {
-  const f = parseFlags(args, ["anchors", "issuer", "issuer-key", "threshold"]);
+  const f = flagsOf(args, ["anchors", "issuer", "issuer-key", "threshold"]);
   const anchorsPath = f.get("anchors");
   if (!anchorsPath) throw new UsageError("check needs --anchors=PATH");
   const report = await checkExpiry({

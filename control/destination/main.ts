@@ -5,27 +5,31 @@
  * Flags (each also read from the env var in brackets): --cluster-domain (CLUSTER_DOMAIN),
  * --controller-namespace (CONTROLLER_NAMESPACE), --identity-trust-domain (IDENTITY_TRUST_DOMAIN),
  * --kubeconfig (KUBECONFIG; in-cluster config when unset), --addr, --admin-addr,
- * --default-opaque-ports, --watch-servers=false.
+ * --default-opaque-ports (ports and ranges), --watch-servers=false. The spellings of the other
+ * components are aliases (control/flags/flags.ts).
  */
 import { DEFAULT_CONTROL_PLANE_NAMESPACE } from "../../proto/control_plane.ts";
 import { Registry } from "prom-client";
 import { Ports } from "../../proto/ports.ts";
+import { parsePortRanges } from "../../proto/port_list.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
+import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
+import { splitHostPort } from "../flags/host_port.ts";
 import { KubeApiSource, loadKubeConfig } from "../k8s/mod.ts";
 import { ClusterState } from "./cluster_state.ts";
 import { defaultConfig } from "./config.ts";
 import { serveDestination } from "./server.ts";
 
-const FLAGS = [
-  "addr",
-  "admin-addr",
-  "cluster-domain",
-  "controller-namespace",
-  "identity-trust-domain",
-  "default-opaque-ports",
-  "kubeconfig",
-  "watch-servers",
-] as const;
+const FLAGS: readonly FlagSpec[] = [
+  flag("addr"),
+  flag("admin-addr"),
+  flag("cluster-domain", { env: "CLUSTER_DOMAIN" }),
+  flag("controller-namespace", { env: "CONTROLLER_NAMESPACE" }),
+  flag("identity-trust-domain", { env: "IDENTITY_TRUST_DOMAIN" }),
+  flag("default-opaque-ports", { env: "DEFAULT_OPAQUE_PORTS" }),
+  flag("kubeconfig", { env: "KUBECONFIG" }),
+  flag("watch-servers", { switch: true }),
+];
 
 /** Flags and environment resolved into what `main` needs; every bad value names itself. */
 export interface DestinationMainConfig {
@@ -41,61 +45,34 @@ export interface DestinationMainConfig {
   watchServers: boolean;
 }
 
-function hostPort(text: string, what: string): [string, number] {
-  const i = text.lastIndexOf(":");
-  const port = Number(text.slice(i + 1));
-  if (i < 0 || text.slice(i + 1) === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`destination: ${what} "${text}" is not host:port`);
-  }
-  return [text.slice(0, i).replace(/^\[|\]$/g, ""), port];
-}
-
 /** Parses `--flag=value` arguments (flags win over the environment variables named beside them). */
 export function parseDestinationArgs(
   args: string[],
   env: Record<string, string | undefined>,
 ): DestinationMainConfig {
-  const f = new Map<string, string>();
-  for (const a of args) {
-    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
-    if (!m) throw new Error(`destination: unknown argument "${a}" (want --flag=value)`);
-    if (!(FLAGS as readonly string[]).includes(m[1])) {
-      throw new Error(`destination: unknown flag --${m[1]}; known: ${FLAGS.map((k) => `--${k}`).join(" ")}`);
-    }
-    f.set(m[1], m[2] ?? "true");
-  }
-  const get = (flag: string, name: string) => f.get(flag) ?? env[name];
-  const opaque = get("default-opaque-ports", "DEFAULT_OPAQUE_PORTS");
+  const { flags: f } = parseFlags(args, FLAGS, { env });
+  const opaque = f.get("default-opaque-ports");
   let defaultOpaquePorts: number[] | undefined;
   if (opaque !== undefined) {
-    defaultOpaquePorts = opaque.split(",").map((x) => x.trim()).filter((x) => x !== "").map((x) => {
-      const n = Number(x);
-      if (!/^\d+$/.test(x) || n < 1 || n > 65535) {
-        throw new Error(
-          `destination: --default-opaque-ports: "${x}" is not a port number (1-65535; ranges are not taken here)`,
-        );
-      }
-      return n;
-    });
+    // Ranges as Linkerd's --default-opaque-ports takes them, expanded to the ports they cover.
+    defaultOpaquePorts = [];
+    for (const r of parsePortRanges(opaque, f.label("default-opaque-ports"))) {
+      for (let p = r.from; p <= r.to; p++) defaultOpaquePorts.push(p);
+    }
   }
-  const watch = f.get("watch-servers") ?? "true";
-  if (watch !== "true" && watch !== "false") {
-    throw new Error(`destination: --watch-servers must be true or false, got "${watch}"`);
-  }
-  const [host, port] = hostPort(f.get("addr") ?? `0.0.0.0:${Ports.destination}`, "--addr");
-  const [adminHost, adminPort] = hostPort(f.get("admin-addr") ?? "0.0.0.0:9996", "--admin-addr");
+  const { host, port } = splitHostPort(f.get("addr") ?? `0.0.0.0:${Ports.destination}`, f.label("addr"));
+  const admin = splitHostPort(f.get("admin-addr") ?? "0.0.0.0:9996", f.label("admin-addr"));
   return {
     host,
     port,
-    adminHost,
-    adminPort,
-    clusterDomain: get("cluster-domain", "CLUSTER_DOMAIN") ?? "cluster.local",
-    controlPlaneNamespace: get("controller-namespace", "CONTROLLER_NAMESPACE") ??
-      DEFAULT_CONTROL_PLANE_NAMESPACE,
-    trustDomain: get("identity-trust-domain", "IDENTITY_TRUST_DOMAIN") ?? "cluster.local",
+    adminHost: admin.host,
+    adminPort: admin.port,
+    clusterDomain: f.get("cluster-domain") ?? "cluster.local",
+    controlPlaneNamespace: f.get("controller-namespace") ?? DEFAULT_CONTROL_PLANE_NAMESPACE,
+    trustDomain: f.get("identity-trust-domain") ?? "cluster.local",
     defaultOpaquePorts,
-    kubeconfig: get("kubeconfig", "KUBECONFIG"),
-    watchServers: watch === "true",
+    kubeconfig: f.get("kubeconfig"),
+    watchServers: f.switch("watch-servers", true),
   };
 }
 

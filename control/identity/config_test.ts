@@ -39,6 +39,21 @@ Deno.test("identity flags override, and bad values are named", () => {
   );
   assert.throws(() => parseIdentityConfig(["--bogus=1"], {}), /unknown flag --bogus/);
   assert.throws(
+    () => parseIdentityConfig(["--addr=::1:8080"], {}),
+    /--addr: "::1:8080" is not host:port \(an IPv6 host needs brackets/,
+  );
+  // Linkerd's spellings and the older weft ones name the same flags.
+  const l = parseIdentityConfig(
+    [
+      "--identity-trust-domain=td.example",
+      "--identity-issuance-lifetime=48h",
+      "--identity-clock-skew-allowance=5s",
+    ],
+    {},
+  );
+  assert.deepEqual([l.trustDomain, l.lifetimeMs, l.clockSkewMs], ["td.example", 172_800_000, 5000]);
+  assert.equal(parseIdentityConfig(["--trust-domain=old.example"], {}).trustDomain, "old.example");
+  assert.throws(
     () => parseIdentityConfig(["--issuer-secret=nope"], {}),
     /--issuer-secret: "nope" is not namespace\/name/,
   );

@@ -9,6 +9,9 @@ import { Annotations } from "../../proto/annotations.ts";
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy } from "../../proto/env.ts";
 import { DurationError, parseDurationMs } from "../../proto/go_duration.ts";
 import { IpParseError, toIpNetwork } from "../../proto/ip.ts";
+import { parsePortRanges, PortListError } from "../../proto/port_list.ts";
+import { flag, FlagError, type Flags, type FlagSpec, parseFlags } from "../flags/flags.ts";
+import { HostPortError, splitHostPort } from "../flags/host_port.ts";
 import { Ports } from "../../proto/ports.ts";
 import { defaultInjectorConfig, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { checkOverrideValue } from "./overrides.ts";
@@ -36,16 +39,14 @@ export interface CliOptions {
   base: BaseConfig;
 }
 
-export class FlagError extends Error {
-  override name = "FlagError";
-}
+export { FlagError };
 
 export const DEFAULT_TLS_DIR = "/var/run/weft/tls";
 export const DEFAULT_TRUST_ANCHORS_FILE = "/var/run/weft/identity/trust-roots/ca-bundle.crt";
 
 const PROXY_FLAGS_USAGE =
   `  --controller-namespace=weft          control-plane namespace (env LINKERD_NAMESPACE)
-  --cluster-domain=cluster.local --trust-domain=cluster.local
+  --cluster-domain=cluster.local --identity-trust-domain=cluster.local   (alias --trust-domain)
   --trust-anchors-file=${DEFAULT_TRUST_ANCHORS_FILE}
   --proxy-image=localhost/weft:dev --image-pull-policy=Never|IfNotPresent|Always
   --proxy-version=dev                   recorded in linkerd.io/proxy-version
@@ -54,7 +55,7 @@ const PROXY_FLAGS_USAGE =
                                         (words split on spaces, or a JSON array of strings)
   --default-inbound-policy=all-unauthenticated --cluster-networks=10.0.0.0/8,...
   --disable-ipv6=false                  true: neither redirect nor proxy pods' IPv6 traffic
-  --default-opaque-ports=25,587,3306,... --ignore-inbound-ports= --ignore-outbound-ports=
+  --default-opaque-ports=25,587,3306,... --ignore-inbound-ports= --ignore-outbound-ports=   (ports, ranges)
   --proxy-log-level=warn,linkerd=info,weft=info --proxy-log-format=plain|json
   --proxy-cpu-request=20m --proxy-cpu-limit= --proxy-memory-request=32Mi --proxy-memory-limit=256Mi
   --proxy-uid=2102`;
@@ -74,64 +75,51 @@ export const CLI_USAGE =
   --native-sidecar=true|false
 ${PROXY_FLAGS_USAGE}`;
 
-const PROXY_FLAGS = [
-  "controller-namespace",
-  "cluster-domain",
-  "trust-domain",
-  "trust-anchors-file",
-  "proxy-image",
-  "image-pull-policy",
-  "proxy-version",
-  "proxy-command",
-  "init-command",
-  "await-command",
-  "sleep-command",
-  "native-sidecar",
-  "default-inbound-policy",
-  "cluster-networks",
-  "disable-ipv6",
-  "default-opaque-ports",
-  "ignore-inbound-ports",
-  "ignore-outbound-ports",
-  "proxy-log-level",
-  "proxy-log-format",
-  "proxy-cpu-request",
-  "proxy-cpu-limit",
-  "proxy-memory-request",
-  "proxy-memory-limit",
-  "proxy-uid",
+const PROXY_FLAGS: readonly FlagSpec[] = [
+  flag("controller-namespace", { env: "LINKERD_NAMESPACE" }),
+  flag("cluster-domain"),
+  flag("identity-trust-domain"),
+  flag("trust-anchors-file"),
+  flag("proxy-image"),
+  flag("image-pull-policy"),
+  flag("proxy-version"),
+  flag("proxy-command"),
+  flag("init-command"),
+  flag("await-command"),
+  flag("sleep-command"),
+  flag("native-sidecar"),
+  flag("default-inbound-policy"),
+  flag("cluster-networks"),
+  flag("disable-ipv6", { switch: true }),
+  flag("default-opaque-ports"),
+  flag("ignore-inbound-ports"),
+  flag("ignore-outbound-ports"),
+  flag("proxy-log-level"),
+  flag("proxy-log-format"),
+  flag("proxy-cpu-request"),
+  flag("proxy-cpu-limit"),
+  flag("proxy-memory-request"),
+  flag("proxy-memory-limit"),
+  flag("proxy-uid"),
 ];
-const SERVER_FLAGS = ["addr", "admin-addr", "tls-dir", "excluded-namespaces", "namespace-wait", "kubeconfig"];
+const SERVER_FLAGS: readonly FlagSpec[] = [
+  flag("addr"),
+  flag("admin-addr"),
+  flag("tls-dir"),
+  flag("excluded-namespaces"),
+  flag("namespace-wait"),
+  flag("kubeconfig", { env: "KUBECONFIG" }),
+];
 
 type Env = Record<string, string | undefined>;
 
-function splitFlags(
-  args: string[],
-  known: string[],
-  usage: string,
-): { flags: Map<string, string>; rest: string[] } {
-  const flags = new Map<string, string>();
-  const rest: string[] = [];
-  for (const a of args) {
-    if (!a.startsWith("--")) {
-      rest.push(a);
-      continue;
-    }
-    const m = /^--([a-z0-9-]+)=(.*)$/s.exec(a);
-    if (!m) throw new FlagError(`argument "${a}" is not --name=value\n${usage}`);
-    if (!known.includes(m[1])) throw new FlagError(`unknown flag --${m[1]}\n${usage}`);
-    flags.set(m[1], m[2]);
-  }
-  return { flags, rest };
-}
-
 function hostPort(text: string, flag: string): { hostname: string; port: number } {
-  const i = text.lastIndexOf(":");
-  const port = Number(text.slice(i + 1));
-  if (i <= 0 || !/^\d+$/.test(text.slice(i + 1)) || port > 65535) {
-    throw new FlagError(`--${flag}: "${text}" is not host:port`);
+  try {
+    const { host, port } = splitHostPort(text, `--${flag}`);
+    return { hostname: host, port };
+  } catch (e) {
+    throw e instanceof HostPortError ? new FlagError(e.message) : e;
   }
-  return { hostname: text.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port };
 }
 
 function command(text: string, flag: string): string[] {
@@ -149,13 +137,15 @@ function command(text: string, flag: string): string[] {
   return words as string[];
 }
 
+/** Ports and ranges (the shared port list grammar), expanded to the ports they cover. */
 function ports(text: string, flag: string): number[] {
-  return text.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => {
-    if (!/^\d{1,5}$/.test(s) || Number(s) < 1 || Number(s) > 65535) {
-      throw new FlagError(`--${flag}: "${s}" is not a port in 1..65535`);
-    }
-    return Number(s);
-  });
+  try {
+    return parsePortRanges(text, `--${flag}`).flatMap((r) =>
+      Array.from({ length: r.to - r.from + 1 }, (_, i) => r.from + i)
+    );
+  } catch (e) {
+    throw e instanceof PortListError ? new FlagError(e.message) : e;
+  }
 }
 
 function durationMs(text: string, flag: string): number {
@@ -180,14 +170,11 @@ function viaAnnotation(text: string, flag: string, annotation: string): string {
   return text;
 }
 
-function parseProxyFlags(
-  f: Map<string, string>,
-  env: Env,
-): { base: BaseConfig; native?: string; anchors: string } {
+function parseProxyFlags(f: Flags): { base: BaseConfig; native?: string; anchors: string } {
   const d = defaultInjectorConfig("");
   const get = (k: string) => f.get(k);
   const controlPlaneNamespace = dnsName(
-    get("controller-namespace") ?? env.LINKERD_NAMESPACE ?? d.controlPlaneNamespace,
+    get("controller-namespace") ?? d.controlPlaneNamespace,
     "controller-namespace",
   );
   const pullPolicy = get("image-pull-policy") ?? d.imagePullPolicy;
@@ -208,10 +195,6 @@ function parseProxyFlags(
     } catch (e) {
       throw new FlagError(`--cluster-networks: ${e instanceof IpParseError ? e.message : String(e)}`);
     }
-  }
-  const disableIpv6 = get("disable-ipv6") ?? String(!d.ipv6);
-  if (disableIpv6 !== "true" && disableIpv6 !== "false") {
-    throw new FlagError(`--disable-ipv6: "${disableIpv6}" is not true or false`);
   }
   const logFormat = get("proxy-log-format") ?? d.logFormat;
   if (logFormat !== "plain" && logFormat !== "json") {
@@ -240,7 +223,7 @@ function parseProxyFlags(
     version: get("proxy-version") ?? d.version,
     controlPlaneNamespace,
     clusterDomain: dnsName(get("cluster-domain") ?? DEFAULT_CLUSTER_DOMAIN, "cluster-domain"),
-    trustDomain: dnsName(get("trust-domain") ?? DEFAULT_TRUST_DOMAIN, "trust-domain"),
+    trustDomain: dnsName(get("identity-trust-domain") ?? DEFAULT_TRUST_DOMAIN, "identity-trust-domain"),
     image,
     imagePullPolicy: pullPolicy as BaseConfig["imagePullPolicy"],
     proxyCommand: get("proxy-command") !== undefined
@@ -258,7 +241,7 @@ function parseProxyFlags(
     proxyUid: uid !== undefined ? Number(viaAnnotation(uid, "proxy-uid", Annotations.proxyUid)) : d.proxyUid,
     defaultInboundPolicy: policy as DefaultInboundPolicy,
     clusterNetworks: networks,
-    ipv6: disableIpv6 === "false",
+    ipv6: !f.switch("disable-ipv6", !d.ipv6),
     opaquePorts: get("default-opaque-ports") !== undefined
       ? ports(get("default-opaque-ports")!, "default-opaque-ports")
       : d.opaquePorts,
@@ -281,9 +264,8 @@ function parseProxyFlags(
 }
 
 export function parseInjectorArgs(args: string[], env: Env): InjectorOptions {
-  const { flags, rest } = splitFlags(args, [...SERVER_FLAGS, ...PROXY_FLAGS], INJECTOR_USAGE);
-  if (rest.length > 0) throw new FlagError(`unexpected argument "${rest[0]}"\n${INJECTOR_USAGE}`);
-  const { base, native, anchors } = parseProxyFlags(flags, env);
+  const { flags } = parseFlags(args, [...SERVER_FLAGS, ...PROXY_FLAGS], { env, usage: INJECTOR_USAGE });
+  const { base, native, anchors } = parseProxyFlags(flags);
   const excluded = flags.get("excluded-namespaces");
   if (excluded !== undefined) {
     base.excludedNamespaces = excluded.split(",").map((s) => s.trim()).filter((s) => s !== "")
@@ -300,7 +282,7 @@ export function parseInjectorArgs(args: string[], env: Env): InjectorOptions {
       keyFile: `${tlsDir}/tls.key`,
     },
     admin: hostPort(flags.get("admin-addr") ?? `0.0.0.0:${Ports.injectorAdmin}`, "admin-addr"),
-    kubeconfig: flags.get("kubeconfig") ?? (env.KUBECONFIG || undefined),
+    kubeconfig: flags.get("kubeconfig"),
     trustAnchorsFile: anchors,
     nativeSidecar: native === undefined || native === "auto" ? "auto" : native === "true",
     namespaceWaitMs: durationMs(flags.get("namespace-wait") ?? "1s", "namespace-wait"),
@@ -309,11 +291,15 @@ export function parseInjectorArgs(args: string[], env: Env): InjectorOptions {
 }
 
 export function parseCliArgs(args: string[], env: Env): CliOptions {
-  const { flags, rest } = splitFlags(args, PROXY_FLAGS, CLI_USAGE);
+  const { flags, positional: rest } = parseFlags(args, PROXY_FLAGS, {
+    env,
+    positional: true,
+    usage: CLI_USAGE,
+  });
   if (rest.length > 1) {
     throw new FlagError(`want at most one input file, got ${rest.join(" ")}\n${CLI_USAGE}`);
   }
-  const { base, native } = parseProxyFlags(flags, env);
+  const { base, native } = parseProxyFlags(flags);
   const anchors = flags.get("trust-anchors-file");
   if (anchors === undefined) {
     throw new FlagError(

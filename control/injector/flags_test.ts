@@ -32,7 +32,8 @@ Deno.test("injector flags and env resolve into the config the patch uses", () =>
     "--init-command=deno run -A /app/init/main.ts",
     "--proxy-memory-limit=",
     "--proxy-cpu-limit=1",
-    "--default-opaque-ports=3306,6379",
+    "--default-opaque-ports=3306,6379-6380",
+    "--trust-domain=td.example",
     "--namespace-wait=250ms",
   ], { LINKERD_NAMESPACE: "mesh", KUBECONFIG: "/k" });
   assert.equal(o.webhook.certFile, "/certs/tls.crt");
@@ -46,7 +47,8 @@ Deno.test("injector flags and env resolve into the config the patch uses", () =>
   assert.deepEqual(o.base.proxyCommand, ["/usr/local/bin/deno", "run", "-A", "/app/proxy/main.ts"]);
   assert.deepEqual(o.base.initCommand, ["deno", "run", "-A", "/app/init/main.ts"]);
   assert.deepEqual(o.base.resources, { cpuRequest: "20m", memoryRequest: "32Mi", cpuLimit: "1" });
-  assert.deepEqual(o.base.opaquePorts, [3306, 6379]);
+  assert.deepEqual(o.base.opaquePorts, [3306, 6379, 6380]);
+  assert.equal(o.base.trustDomain, "td.example", "--trust-domain is an alias of --identity-trust-domain");
 });
 
 Deno.test("bad flags fail naming the flag and the accepted form", () => {
@@ -60,12 +62,15 @@ Deno.test("bad flags fail naming the flag and the accepted form", () => {
     ["--default-inbound-policy=open", /--default-inbound-policy: "open" is not one of all-unauthenticated/],
     ["--cluster-networks=10.0.0.0/40", /--cluster-networks: /],
     ["--default-opaque-ports=3306,99999", /--default-opaque-ports: "99999" is not a port/],
-    ["--addr=8443", /--addr: "8443" is not host:port/],
+    ["--ignore-inbound-ports=mysql", /--ignore-inbound-ports: "mysql" is a port name/],
+    ["--addr=8443", /--addr: "8443" is not host:port \(no :port\)/],
+    ["--namespace-wait=1", /--namespace-wait: "1" is not a duration \(a number has no unit\)/],
     ["--proxy-command=", /--proxy-command: want a non-empty command/],
     ["--image-pull-policy=sometimes", /--image-pull-policy: "sometimes"/],
     ["--controller-namespace=Weft", /--controller-namespace: "Weft" is not a DNS name/],
     ["--proxy-uid=-1", /--proxy-uid: "-1" is invalid/],
-    ["--tls", /argument "--tls" is not --name=value/],
+    ["--tls", /unknown flag --tls; did you mean --tls-dir\?/],
+    ["--tls-dir", /--tls-dir needs a value/],
     ["--frobnicate=1", /unknown flag --frobnicate/],
   ];
   for (const [arg, want] of cases) {

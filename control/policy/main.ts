@@ -1,9 +1,11 @@
 /**
  * `control/main.ts policy [flags]`: watches policy resources and serves the policy API.
  *
- *   --grpc-addr=0.0.0.0:8090       InboundServerPolicies + OutboundPolicies (plaintext; the sidecar terminates mTLS)
+ *   --addr=0.0.0.0:8090            InboundServerPolicies + OutboundPolicies (plaintext; the sidecar terminates mTLS)
  *   --admin-addr=0.0.0.0:9990      /live /ready /metrics
- *   --cluster-domain=cluster.local --control-plane-namespace=linkerd --identity-domain=cluster.local
+ *   --cluster-domain=cluster.local --controller-namespace=linkerd --identity-trust-domain=cluster.local
+ *     (Linkerd's policy-controller spellings --grpc-addr, --control-plane-namespace and
+ *     --identity-domain are aliases)
  *   --cluster-networks=10.0.0.0/8,...   --probe-networks=0.0.0.0/0,::/0
  *   --default-policy=all-unauthenticated   --detect-timeout=10s
  *   --allow-l5d-request-headers    --no-status-writes
@@ -12,6 +14,8 @@
 import { Registry } from "prom-client";
 import { Ports } from "../../proto/ports.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
+import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
+import { splitHostPort } from "../flags/host_port.ts";
 import { loadKubeConfig } from "../k8s/mod.ts";
 import { defaultPolicyConfig, isDefaultPolicy, type PolicyConfig } from "./config.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
@@ -31,63 +35,63 @@ export interface PolicyMainConfig {
   writeStatus: boolean;
 }
 
-function splitAddr(flag: string, v: string): [string, number] {
-  const i = v.lastIndexOf(":");
-  const port = Number(v.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`--${flag}: "${v}" is not <host>:<port>`);
-  }
-  return [v.slice(0, i).replace(/^\[|\]$/g, ""), port];
-}
+const FLAGS: readonly FlagSpec[] = [
+  flag("addr", { aliases: ["grpc-addr"] }),
+  flag("admin-addr"),
+  flag("cluster-domain"),
+  flag("controller-namespace"),
+  flag("identity-trust-domain"),
+  flag("cluster-networks"),
+  flag("probe-networks"),
+  flag("default-policy"),
+  flag("detect-timeout"),
+  flag("allow-l5d-request-headers", { switch: true }),
+  flag("no-status-writes", { switch: true }),
+];
 
 /** Parses flags (and the KUBECONFIG value) into a resolved config; throws naming the bad flag. */
 export function parseArgs(args: string[], kubeconfig: string | undefined): PolicyMainConfig {
-  const flags = new Map<string, string>();
-  for (const a of args) {
-    const m = /^--([a-z0-9-]+)(?:=(.*))?$/.exec(a);
-    if (!m) throw new Error(`unexpected argument "${a}"; flags look like --name=value`);
-    flags.set(m[1], m[2] ?? "true");
-  }
-  const take = (k: string) => {
-    const v = flags.get(k);
-    flags.delete(k);
-    return v;
-  };
-  const list = (k: string) => take(k)?.split(",").map((s) => s.trim()).filter(Boolean);
+  const { flags: f } = parseFlags(args, FLAGS);
   const base = defaultPolicyConfig();
-  const nets = (k: string, v: string[] | undefined) => {
+  const nets = (k: string) => {
+    const v = f.get(k)?.split(",").map((s) => s.trim()).filter(Boolean);
     for (const c of v ?? []) {
       try {
         toIpNetwork(c);
       } catch (e) {
-        throw new Error(`--${k}: ${(e as Error).message}`);
+        throw new Error(`${f.label(k)}: ${(e as Error).message}`);
       }
     }
     return v;
   };
-  const defaultPolicy = take("default-policy") ?? base.defaultPolicy;
+  const defaultPolicy = f.get("default-policy") ?? base.defaultPolicy;
   if (!isDefaultPolicy(defaultPolicy)) {
     throw new Error(`--default-policy: "${defaultPolicy}" is not a default policy`);
   }
-  const detect = take("detect-timeout");
+  const detect = f.get("detect-timeout");
   const policy: PolicyConfig = {
     ...base,
-    clusterDomain: take("cluster-domain") ?? base.clusterDomain,
-    controlPlaneNamespace: take("control-plane-namespace") ?? base.controlPlaneNamespace,
-    identityTrustDomain: take("identity-domain") ?? base.identityTrustDomain,
-    clusterNetworks: nets("cluster-networks", list("cluster-networks")) ?? base.clusterNetworks,
-    probeNetworks: nets("probe-networks", list("probe-networks")) ?? base.probeNetworks,
+    clusterDomain: f.get("cluster-domain") ?? base.clusterDomain,
+    controlPlaneNamespace: f.get("controller-namespace") ?? base.controlPlaneNamespace,
+    identityTrustDomain: f.get("identity-trust-domain") ?? base.identityTrustDomain,
+    clusterNetworks: nets("cluster-networks") ?? base.clusterNetworks,
+    probeNetworks: nets("probe-networks") ?? base.probeNetworks,
     defaultPolicy,
     detectTimeoutMs: detect ? parseDurationMs(detect, "--detect-timeout") : base.detectTimeoutMs,
-    allowL5dRequestHeaders: take("allow-l5d-request-headers") === "true",
+    allowL5dRequestHeaders: f.switch("allow-l5d-request-headers"),
   };
-  const [grpcHost, grpcPort] = splitAddr("grpc-addr", take("grpc-addr") ?? `0.0.0.0:${Ports.policy}`);
-  const [adminHost, adminPort] = splitAddr("admin-addr", take("admin-addr") ?? "0.0.0.0:9990");
-  const writeStatus = take("no-status-writes") !== "true";
-  if (flags.size > 0) {
-    throw new Error(`unknown flag(s): ${[...flags.keys()].map((k) => `--${k}`).join(", ")}`);
-  }
-  return { policy, grpcHost, grpcPort, adminHost, adminPort, kubeconfig, writeStatus };
+  const grpc = splitHostPort(f.get("addr") ?? `0.0.0.0:${Ports.policy}`, f.label("addr"));
+  const admin = splitHostPort(f.get("admin-addr") ?? "0.0.0.0:9990", f.label("admin-addr"));
+  const writeStatus = !f.switch("no-status-writes");
+  return {
+    policy,
+    grpcHost: grpc.host,
+    grpcPort: grpc.port,
+    adminHost: admin.host,
+    adminPort: admin.port,
+    kubeconfig,
+    writeStatus,
+  };
 }
 
 export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<void> {

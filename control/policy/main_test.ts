@@ -13,7 +13,8 @@ Deno.test("policy flags: defaults", () => {
 
 Deno.test("policy flags: values", () => {
   const c = parseArgs([
-    "--grpc-addr=127.0.0.1:0",
+    "--addr=127.0.0.1:0",
+    "--control-plane-namespace=mesh",
     "--default-policy=deny",
     "--cluster-networks=10.0.0.0/8,fd00::/8",
     "--detect-timeout=3s",
@@ -25,6 +26,7 @@ Deno.test("policy flags: values", () => {
     c.policy.clusterNetworks,
     c.policy.detectTimeoutMs,
     c.kubeconfig,
+    c.policy.controlPlaneNamespace,
   ], [
     "127.0.0.1",
     0,
@@ -32,14 +34,18 @@ Deno.test("policy flags: values", () => {
     ["10.0.0.0/8", "fd00::/8"],
     3000,
     "/k",
+    "mesh",
   ]);
 });
 
 const bad: [string[], string][] = [
   [["--default-policy=open"], '--default-policy: "open" is not a default policy'],
   [["--cluster-networks=10.0.0.0"], "--cluster-networks:"],
-  [["--grpc-addr=nowhere"], '--grpc-addr: "nowhere" is not <host>:<port>'],
-  [["--frobnicate=1"], "unknown flag(s): --frobnicate"],
+  [["--grpc-addr=nowhere"], '--grpc-addr: "nowhere" is not host:port (no :port)'],
+  [["--addr=[::1]"], '--addr: "[::1]" is not host:port (no :port after the bracketed address)'],
+  [["--frobnicate=1"], "unknown flag --frobnicate"],
+  [["--no-status-writes=maybe"], '--no-status-writes: "maybe" is not true or false'],
+  [["--detect-timeout=10"], '--detect-timeout: "10" is not a duration (a number has no unit)'],
 ];
 for (const [args, want] of bad) {
   Deno.test(`policy flags: ${args.join(" ")} is rejected`, () => {

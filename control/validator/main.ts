@@ -15,6 +15,8 @@
 import { Registry } from "prom-client";
 import { DEFAULT_CLUSTER_DOMAIN } from "../../proto/control_plane.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
+import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
+import { splitHostPort } from "../flags/host_port.ts";
 import { Informer, KubeApiSource, loadKubeConfig, Resources, stripManagedFields } from "../k8s/mod.ts";
 import type { Obj, ServerSpec } from "../policy/resources.ts";
 import { CertificateError } from "../webhook/https_server.ts";
@@ -34,43 +36,34 @@ export interface ValidatorConfig {
   kubeconfig: string | undefined;
 }
 
-const FLAGS = ["addr", "admin-addr", "tls-dir", "tls-cert", "tls-key", "cluster-domain", "kubeconfig"];
-
-function hostPort(text: string, flag: string): [string, number] {
-  const i = text.lastIndexOf(":");
-  const port = Number(text.slice(i + 1));
-  if (i <= 0 || !/^\d+$/.test(text.slice(i + 1)) || port > 65535) {
-    throw new Error(`--${flag}: "${text}" is not <host>:<port>`);
-  }
-  return [text.slice(0, i).replace(/^\[(.*)\]$/, "$1"), port];
-}
+const FLAGS: readonly FlagSpec[] = [
+  flag("addr"),
+  flag("admin-addr"),
+  flag("tls-dir"),
+  flag("tls-cert"),
+  flag("tls-key"),
+  flag("cluster-domain", { env: "CLUSTER_DOMAIN" }),
+  flag("kubeconfig", { env: "KUBECONFIG" }),
+];
 
 export function parseArgs(args: string[], env: Record<string, string | undefined>): ValidatorConfig {
-  const flags = new Map<string, string>();
-  for (const a of args) {
-    const m = /^--([a-z0-9-]+)=(.*)$/.exec(a);
-    if (!m) throw new Error(`unexpected argument "${a}"; flags look like --name=value`);
-    if (!FLAGS.includes(m[1])) {
-      throw new Error(`unknown flag --${m[1]}; known: ${FLAGS.map((f) => `--${f}`).join(" ")}`);
-    }
-    flags.set(m[1], m[2]);
-  }
-  const [hostname, port] = hostPort(flags.get("addr") ?? "0.0.0.0:9443", "addr");
-  const [adminHostname, adminPort] = hostPort(flags.get("admin-addr") ?? "0.0.0.0:9997", "admin-addr");
+  const { flags } = parseFlags(args, FLAGS, { env });
+  const addr = splitHostPort(flags.get("addr") ?? "0.0.0.0:9443", "--addr");
+  const admin = splitHostPort(flags.get("admin-addr") ?? "0.0.0.0:9997", "--admin-addr");
   const dir = (flags.get("tls-dir") ?? "/var/run/weft/tls").replace(/\/+$/, "");
-  const clusterDomain = flags.get("cluster-domain") ?? env.CLUSTER_DOMAIN ?? DEFAULT_CLUSTER_DOMAIN;
+  const clusterDomain = flags.get("cluster-domain") ?? DEFAULT_CLUSTER_DOMAIN;
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(clusterDomain)) {
     throw new Error(`--cluster-domain: "${clusterDomain}" is not a DNS name`);
   }
   return {
-    hostname,
-    port,
-    adminHostname,
-    adminPort,
+    hostname: addr.host,
+    port: addr.port,
+    adminHostname: admin.host,
+    adminPort: admin.port,
     certFile: flags.get("tls-cert") ?? `${dir}/tls.crt`,
     keyFile: flags.get("tls-key") ?? `${dir}/tls.key`,
     clusterDomain,
-    kubeconfig: flags.get("kubeconfig") ?? (env.KUBECONFIG || undefined),
+    kubeconfig: flags.get("kubeconfig"),
   };
 }
 
