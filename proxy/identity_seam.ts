@@ -4,7 +4,7 @@
  * the proxy only reads the store. `runProxy` takes an `IdentityStarter` so tests and the real
  * client are interchangeable.
  */
-import type { Registry } from "prom-client";
+import type { Registry } from "./metrics/registry.ts";
 import type { ProxyConfig } from "./config/config.ts";
 import type { CertStore } from "./identity/cert_store.ts";
 import type { Log } from "./log.ts";

@@ -4,7 +4,7 @@
  * order). `shutdown()` stops accepting, drains open connections up to the grace period and closes
  * the rest.
  */
-import { Registry } from "prom-client";
+import { Registry } from "./metrics/registry.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./identity/cert_store.ts";

@@ -7,7 +7,8 @@
  * `/shutdown` is therefore answered only for a loopback peer (a container of the same pod, as
  * in Linkerd); any other peer gets 403, counted in `proxy_admin_shutdown_forbidden_total`.
  */
-import { Counter, type Registry } from "prom-client";
+import { type Registry } from "../metrics/registry.ts";
+import { Counter } from "../metrics/instruments.ts";
 import { isLoopbackIp } from "../inbound/cidr.ts";
 import type { Log } from "../log.ts";
 

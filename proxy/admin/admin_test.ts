@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Registry } from "prom-client";
+import { Registry } from "../metrics/registry.ts";
 import { serveProxyAdmin } from "./admin.ts";
 
 /** An admin server on the dual-stack wildcard, as when the proxy listens on [::]:4191. */

@@ -15,7 +15,7 @@ import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/out
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
-import { Registry } from "prom-client";
+import { Registry } from "../metrics/registry.ts";
 import {
   compileServer,
   invalidPolicy,

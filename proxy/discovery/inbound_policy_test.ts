@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { Registry } from "prom-client";
-import type { Authz, HttpRoute, Server } from "../../proto/gen/inbound.ts";
+import { Registry } from "../metrics/registry.ts";
+import type { Authz, HttpRoute, Server } from "../../proto/gen_messages/inbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 import { seededRng } from "../core/rng.ts";
 import { request } from "../route/testing.ts";

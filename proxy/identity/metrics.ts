@@ -1,9 +1,10 @@
-/** The proxy's identity metrics, on the proxy's prom-client Registry. */
-import { Counter, Gauge, type Registry } from "prom-client";
+/** The proxy's identity metrics, on the proxy's Registry. */
+import { type Registry } from "../metrics/registry.ts";
+import { Counter, Gauge } from "../metrics/instruments.ts";
 
 export class ProxyIdentityMetrics {
   readonly expiration: Gauge;
-  readonly refreshes: Counter<"result">;
+  readonly refreshes: Counter;
 
   constructor(registry: Registry) {
     this.expiration = new Gauge({

@@ -4,7 +4,7 @@
  * then renew at ~70% of the remaining lifetime. Failures back off exponentially; the current
  * certificate keeps serving until it expires.
  */
-import type { Registry } from "prom-client";
+import type { Registry } from "../metrics/registry.ts";
 import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
 import type { CertStore } from "./cert_store.ts";
 import { type Clock, systemClock } from "../../proto/support/clock.ts";

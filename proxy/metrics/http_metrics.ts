@@ -15,7 +15,7 @@
  * scrape time. Series idle longer than `retainIdleMs` (Linkerd's default: 10 minutes) are dropped
  * at scrape, so client-chosen authorities cannot grow memory without bound.
  */
-import type { Metric, Registry } from "prom-client";
+import type { MetricFamily, MetricSample, MetricSnapshot, Registry } from "./registry.ts";
 import type { Body, HeaderList, HttpRequest, HttpResponse, HttpService } from "../http/message.ts";
 import { isGrpc } from "../http/message.ts";
 import { BodyTap } from "../http/body_tap.ts";
@@ -135,38 +135,22 @@ export class CounterHandle {
   }
 }
 
-interface MetricValue {
-  value: number;
-  labels: Record<string, string | number>;
-  metricName?: string;
-}
-
-/** A metric family read straight from handles at scrape time (prom-client's `get()` contract). */
-class Family {
-  readonly aggregator = "sum";
-
+/** A metric family read straight from handles at scrape time. */
+class Family implements MetricFamily {
   constructor(
     readonly name: string,
     readonly help: string,
     readonly type: "counter" | "histogram",
-    private readonly collect: () => MetricValue[],
+    private readonly collect: () => MetricSample[],
   ) {}
 
-  get(): Promise<{ name: string; help: string; type: string; values: MetricValue[]; aggregator: string }> {
-    return Promise.resolve({
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values: this.collect(),
-      aggregator: this.aggregator,
-    });
+  get(): MetricSnapshot {
+    return { name: this.name, help: this.help, type: this.type, values: this.collect() };
   }
-
-  reset(): void {}
 }
 
 function register(registry: Registry, f: Family): void {
-  registry.registerMetric(f as unknown as Metric);
+  registry.registerMetric(f);
 }
 
 /** Counters keyed by label set, with idle eviction at scrape. */
@@ -206,8 +190,8 @@ class CounterFamily {
     this.handles.set(key, h);
   }
 
-  #values(): MetricValue[] {
-    const out: MetricValue[] = [];
+  #values(): MetricSample[] {
+    const out: MetricSample[] = [];
     const idleBefore = this.now() - this.retainIdleMs;
     for (const [key, h] of this.handles) {
       if (h.lastUpdate < idleBefore) {
@@ -468,17 +452,17 @@ class RequestFamilies {
     }
   }
 
-  #requests(): MetricValue[] {
+  #requests(): MetricSample[] {
     this.#evictIdle();
-    const out: MetricValue[] = [];
+    const out: MetricSample[] = [];
     for (const h of this.handles.values()) {
       if (h.requests > 0) out.push({ value: h.requests, labels: h.labels });
     }
     return out;
   }
 
-  #latencies(): MetricValue[] {
-    const out: MetricValue[] = [];
+  #latencies(): MetricSample[] {
+    const out: MetricSample[] = [];
     const bucket = `${this.prefix}response_latency_ms_bucket`;
     const sum = `${this.prefix}response_latency_ms_sum`;
     const count = `${this.prefix}response_latency_ms_count`;
@@ -499,8 +483,8 @@ class RequestFamilies {
     return out;
   }
 
-  #responses(): MetricValue[] {
-    const out: MetricValue[] = [];
+  #responses(): MetricSample[] {
+    const out: MetricSample[] = [];
     for (const h of this.handles.values()) {
       for (const s of h.statuses) {
         const status = s.status === 0 ? "" : String(s.status);

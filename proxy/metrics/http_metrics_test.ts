@@ -1,7 +1,7 @@
 import { httpErrorKind } from "./http_metrics.ts";
 import { HttpError as ProxyHttpError } from "../http/message.ts";
 import assert from "node:assert/strict";
-import { Registry } from "prom-client";
+import { Registry } from "./registry.ts";
 import { bytesBody, HeaderList, HttpError, type HttpRequest, type HttpResponse } from "../http/message.ts";
 import {
   HTTP_ERROR_KIND,

@@ -8,7 +8,8 @@
  * - `inbound_policy_invalid{port, reason}`: 1 while the port denies everything because its
  *   latest message was invalid; the series goes away when a valid message arrives.
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { type Registry } from "./registry.ts";
+import { Counter, Gauge } from "./instruments.ts";
 
 export class InboundPolicyMetrics {
   readonly invalidTotal: Counter;

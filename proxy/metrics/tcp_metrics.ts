@@ -3,7 +3,8 @@
  * Byte counts accumulate in plain per-connection fields and reach the counters at close and at
  * scrape time, so the byte path never does a label lookup.
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { type Registry } from "./registry.ts";
+import { Counter, Gauge } from "./instruments.ts";
 
 export type TcpLabels = Record<string, string>;
 

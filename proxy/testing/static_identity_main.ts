@@ -4,7 +4,7 @@
  * calling Identity.Certify. Used by the data-path tests while they exercise everything but the
  * identity client.
  */
-import { Gauge } from "prom-client";
+import { Gauge } from "../metrics/instruments.ts";
 import { main } from "../main.ts";
 import type { TlsCredentials } from "../identity/cert_store.ts";
 
