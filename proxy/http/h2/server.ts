@@ -47,8 +47,13 @@ export interface Http2ServerOptions {
   idleTimeoutMs?: number;
   /** See SessionOptions: socket bytes queued above which reading pauses and DATA waits. Default 256 KiB. */
   writeHighWater?: number;
+  /** Aborted when the proxy drains: the connection then closes as `close(DRAIN_GRACE_MS)` does. */
+  drain?: AbortSignal;
   log?: Log;
 }
+
+/** How long open streams may run on after the proxy starts draining. */
+export const DRAIN_GRACE_MS = 10_000;
 
 export interface Http2ServerConnection {
   /**
@@ -98,7 +103,7 @@ export function serveHttp2(
       session.closeWhenIdle();
     },
   });
-  return {
+  const conn: Http2ServerConnection = {
     closed: session.closed,
     get activeStreams() {
       return session.activeStreams;
@@ -115,6 +120,16 @@ export function serveHttp2(
       clearTimeout(timer);
     },
   };
+  const drain = opts.drain;
+  if (drain) {
+    const onDrain = () => void conn.close(DRAIN_GRACE_MS);
+    if (drain.aborted) onDrain();
+    else {
+      drain.addEventListener("abort", onDrain, { once: true });
+      void session.closed.then(() => drain.removeEventListener("abort", onDrain));
+    }
+  }
+  return conn;
 }
 
 function tooLarge(stream: H2Stream, e: HeaderListTooLarge, limits: Limits): void {

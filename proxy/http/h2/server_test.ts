@@ -416,3 +416,33 @@ Deno.test("serveHttp2: close(grace) cuts a stream that outlives the grace period
     await p.close();
   }
 });
+
+Deno.test("serveHttp2: the drain signal closes like close(grace): new streams refused, the open one finishes; a connection accepted after the drain closes at once", async () => {
+  const drain = new AbortController();
+  const p = await startH2Proxy(async (req) => {
+    if (req.path === "/slow") await new Promise((r) => setTimeout(r, 150));
+    return textResponse(200, req.path);
+  }, { drain: drain.signal });
+  try {
+    const c = await connectClient(p.port);
+    const slow = call(c, { ":path": "/slow" });
+    await new Promise((r) => setTimeout(r, 30));
+    const [conn] = [...p.conns];
+    drain.abort();
+    const late = c.request({ ":path": "/late" }, { endStream: true });
+    const refused = new Promise<number>((r) => late.on("close", () => r(late.rstCode)));
+    late.on("error", () => {});
+    assert.equal(await refused, http2.constants.NGHTTP2_REFUSED_STREAM, "a stream opened during the drain");
+    assert.equal(new TextDecoder().decode((await slow).body), "/slow", "the open stream completed");
+    await conn.closed;
+    c.destroy();
+
+    const after = await connectClient(p.port);
+    const closed = new Promise<void>((r) => after.on("close", () => r()));
+    after.on("error", () => {});
+    await closed;
+    assert.equal(p.conns.size, 0, "the connection accepted after the drain was closed");
+  } finally {
+    await p.close();
+  }
+});

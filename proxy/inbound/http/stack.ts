@@ -41,9 +41,6 @@ function addrKey(ip: string, port: number): string {
   return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
 }
 
-/** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
-const DRAIN_GRACE_MS = 10_000;
-
 export interface InboundHttpDeps {
   metrics: HttpMetrics;
   connectTimeoutMs: number;
@@ -178,11 +175,7 @@ export class InboundHttp {
       });
     const drain = this.#deps.drain;
     if (version === "http2") {
-      const conn = serveHttp2(sock, svc, { log: this.#deps.log });
-      const onDrain = () => void conn.close(DRAIN_GRACE_MS);
-      drain?.addEventListener("abort", onDrain, { once: true });
-      await conn.closed;
-      drain?.removeEventListener("abort", onDrain);
+      await serveHttp2(sock, svc, { log: this.#deps.log, drain }).closed;
     } else {
       await serveHttp1(sock, svc, {
         signal: drain,

@@ -47,9 +47,6 @@ export interface OutboundHttpDeps extends ConcreteDeps {
   drain?: AbortSignal;
 }
 
-/** HTTP/2 connections get this long after GOAWAY when the proxy drains. */
-const DRAIN_GRACE_MS = 10_000;
-
 /** One original destination's HTTP service. */
 class DestinationService {
   refs = 0;
@@ -330,11 +327,7 @@ export class OutboundHttp {
     try {
       const drain = this.#deps.drain;
       if (protocol === "http2") {
-        const conn = serveHttp2(sock, service, { log: this.#deps.log });
-        const onDrain = () => void conn.close(DRAIN_GRACE_MS);
-        drain?.addEventListener("abort", onDrain, { once: true });
-        await conn.closed;
-        drain?.removeEventListener("abort", onDrain);
+        await serveHttp2(sock, service, { log: this.#deps.log, drain }).closed;
       } else {
         await serveHttp1(sock, service, {
           signal: drain,
