@@ -15,7 +15,7 @@ import {
   stripManagedFields,
 } from "../k8s/mod.ts";
 import type { EndpointSlice, Pod, Server, Service, ServiceProfile } from "./k8s_types.ts";
-import { sliceServiceName } from "./endpoints.ts";
+import { type Lookups, sliceServiceName } from "./endpoints.ts";
 
 export type SourceFactory = <T extends KubeObject>(ref: ResourceRef) => EventSource<T>;
 
@@ -148,5 +148,16 @@ export class ClusterState {
 
   nodeZone(nodeName: string): string | undefined {
     return this.nodes.get(undefined, nodeName)?.metadata.labels?.["topology.kubernetes.io/zone"];
+  }
+
+  /** What endpoint translation reads of the cluster beyond Services and slices. */
+  lookups(): Lookups {
+    return {
+      pod: (ns, name) => this.pods.get(ns, name),
+      namespace: (name) => this.namespaces.get(undefined, name),
+      nodeZone: (n) => this.nodeZone(n),
+      owner: (kind, ns, name) => (kind === "Job" ? this.jobs : this.replicaSets).get(ns, name),
+      servers: (ns) => this.servers?.byIndex("namespace", ns) ?? [],
+    };
   }
 }

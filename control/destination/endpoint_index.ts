@@ -72,13 +72,7 @@ export class EndpointIndex {
   constructor(state: ClusterState, config: DestinationConfig, registry?: Registry) {
     this.#state = state;
     this.#config = config;
-    this.#lookups = {
-      pod: (ns, name) => state.pods.get(ns, name),
-      namespace: (name) => state.namespaces.get(undefined, name),
-      nodeZone: (n) => state.nodeZone(n),
-      owner: (kind, ns, name) => (kind === "Job" ? state.jobs : state.replicaSets).get(ns, name),
-      servers: (ns) => state.servers?.byIndex("namespace", ns) ?? [],
-    };
+    this.#lookups = state.lookups();
     if (registry) {
       const topics = this.#topics;
       this.#updates = new Counter({

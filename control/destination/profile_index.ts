@@ -43,13 +43,7 @@ export class ProfileIndex {
     this.#state = state;
     this.#config = config;
     this.#log = log;
-    this.#lookups = {
-      pod: (ns, name) => state.pods.get(ns, name),
-      namespace: (name) => state.namespaces.get(undefined, name),
-      nodeZone: (n) => state.nodeZone(n),
-      owner: (kind, ns, name) => (kind === "Job" ? state.jobs : state.replicaSets).get(ns, name),
-      servers: (ns) => state.servers?.byIndex("namespace", ns) ?? [],
-    };
+    this.#lookups = state.lookups();
     const byName = (o: KubeObject) => this.#markWhere((t) => t.fqn === o.metadata.name);
     const bySvc = (o: KubeObject) =>
       this.#markWhere((t) => t.serviceKey === `${o.metadata.namespace}/${o.metadata.name}`);
