@@ -92,6 +92,16 @@ export type Service = Obj<ServiceSpec, unknown>;
 
 // --- policy.linkerd.io ---
 
+/** The values a Server's `proxyProtocol` takes (the CRD's enum and the validator's check). */
+export const SERVER_PROXY_PROTOCOLS: readonly string[] = [
+  "unknown",
+  "HTTP/1",
+  "HTTP/2",
+  "gRPC",
+  "opaque",
+  "TLS",
+];
+
 export interface ServerSpec {
   podSelector?: LabelSelector;
   externalWorkloadSelector?: LabelSelector;

@@ -3,19 +3,21 @@
  * message that starts with the field it is about (`spec.networks[0].cidr: ...`). The index
  * ignores resources it cannot use; this rejects them before they are stored.
  */
+import { DEFAULT_INBOUND_POLICIES } from "../../proto/env.ts";
 import { toIpNetwork } from "../../proto/ip.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
 import { convertFilter, grpcMatch, httpMatch } from "../policy/route_convert.ts";
-import type {
-  AuthorizationPolicySpec,
-  GrpcRouteSpec,
-  HttpRouteSpec,
-  MeshTLSAuthenticationSpec,
-  NetworkAuthenticationSpec,
-  NetworkSpec,
-  Obj,
-  ServerAuthorizationSpec,
-  ServerSpec,
+import {
+  type AuthorizationPolicySpec,
+  type GrpcRouteSpec,
+  type HttpRouteSpec,
+  type MeshTLSAuthenticationSpec,
+  type NetworkAuthenticationSpec,
+  type NetworkSpec,
+  type Obj,
+  SERVER_PROXY_PROTOCOLS,
+  type ServerAuthorizationSpec,
+  type ServerSpec,
 } from "../policy/resources.ts";
 import { selectorProblems, selectorsOverlap } from "../policy/selector.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
@@ -25,15 +27,8 @@ export interface ServerLister {
   servers(namespace: string): Promise<Obj<ServerSpec>[]> | Obj<ServerSpec>[];
 }
 
-const PROXY_PROTOCOLS = ["unknown", "HTTP/1", "HTTP/2", "gRPC", "opaque", "TLS"];
-const ACCESS_POLICIES = [
-  "all-unauthenticated",
-  "all-authenticated",
-  "cluster-unauthenticated",
-  "cluster-authenticated",
-  "deny",
-  "audit",
-];
+/** A Server's accessPolicy takes the same values as the default-inbound-policy setting. */
+const ACCESS_POLICIES: readonly string[] = DEFAULT_INBOUND_POLICIES;
 const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -83,8 +78,10 @@ export function serverProblems(s: Obj<ServerSpec>): string[] {
   }
   out.push(...selectorProblems(spec.podSelector, "spec.podSelector"));
   out.push(...selectorProblems(spec.externalWorkloadSelector, "spec.externalWorkloadSelector"));
-  if (spec.proxyProtocol !== undefined && !PROXY_PROTOCOLS.includes(spec.proxyProtocol)) {
-    out.push(`spec.proxyProtocol: "${spec.proxyProtocol}" is not one of ${PROXY_PROTOCOLS.join(", ")}`);
+  if (spec.proxyProtocol !== undefined && !SERVER_PROXY_PROTOCOLS.includes(spec.proxyProtocol)) {
+    out.push(
+      `spec.proxyProtocol: "${spec.proxyProtocol}" is not one of ${SERVER_PROXY_PROTOCOLS.join(", ")}`,
+    );
   }
   if (spec.accessPolicy !== undefined && !ACCESS_POLICIES.includes(spec.accessPolicy)) {
     out.push(`spec.accessPolicy: "${spec.accessPolicy}" is not one of ${ACCESS_POLICIES.join(", ")}`);

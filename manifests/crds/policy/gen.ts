@@ -4,6 +4,8 @@
  * same way; the YAML next to this file is the output, checked in, and applied as is.
  */
 import { stringify } from "yaml";
+import { DEFAULT_INBOUND_POLICIES } from "../../../proto/env.ts";
+import { SERVER_PROXY_PROTOCOLS } from "../../../control/policy/resources.ts";
 
 type Schema = Record<string, unknown>;
 const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
@@ -36,20 +38,13 @@ const labelSelector = (description: string): Schema =>
       }),
     ),
   }, { description });
-const DEFAULT_POLICIES = [
-  "all-unauthenticated",
-  "all-authenticated",
-  "cluster-unauthenticated",
-  "cluster-authenticated",
-  "deny",
-  "audit",
-];
+const DEFAULT_POLICIES = [...DEFAULT_INBOUND_POLICIES];
 
 const serverSpec = obj({
   podSelector: labelSelector("Selects the pods in this namespace that the Server applies to."),
   externalWorkloadSelector: labelSelector("Selects ExternalWorkloads instead of pods."),
   port: intOrString({ description: "A port number, or the name of a container port, of the selected pods." }),
-  proxyProtocol: str({ enum: ["unknown", "HTTP/1", "HTTP/2", "gRPC", "opaque", "TLS"], default: "unknown" }),
+  proxyProtocol: str({ enum: [...SERVER_PROXY_PROTOCOLS], default: "unknown" }),
   accessPolicy: str({
     enum: DEFAULT_POLICIES,
     default: "deny",
