@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { V1Pod } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import { exec } from "../../tests/lib/exec.ts";
 import { runCli } from "./cli.ts";
 import { defaultInjectorConfig } from "./config.ts";
 import { buildPatch } from "./patch.ts";
@@ -103,20 +104,7 @@ Deno.test("inject CLI output is the webhook's patch applied, and untouched docum
 });
 
 async function run(args: string[], stdin?: string) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${here}cli.ts`, ...args],
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return await exec(Deno.execPath(), ["run", "-A", `${here}cli.ts`, ...args], { stdin });
 }
 
 Deno.test("inject CLI as a process: stdin to stdout, and an invalid annotation exits 1 naming it with nothing printed", async () => {

@@ -5,6 +5,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
+import { must } from "../../tests/lib/exec.ts";
 import { assertEquals } from "./assert.ts";
 import { InboundServerPoliciesClient, type Server } from "../../proto/gen/inbound.ts";
 import { loadKubeConfig } from "../k8s/mod.ts";
@@ -19,22 +20,7 @@ const KUBECONFIG = Deno.env.get("KUBECONFIG");
 const ROOT = new URL("../../", import.meta.url).pathname;
 
 async function kubectl(args: string[], stdin?: string): Promise<string> {
-  const child = new Deno.Command("kubectl", {
-    args,
-    env: { KUBECONFIG: KUBECONFIG! },
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const text = new TextDecoder().decode(out.stdout);
-  if (!out.success) throw new Error(`kubectl ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-  return text;
+  return await must("kubectl", args, { env: { KUBECONFIG: KUBECONFIG! }, stdin });
 }
 
 async function installCrds(): Promise<void> {
