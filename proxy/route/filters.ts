@@ -4,6 +4,7 @@
  * with a configured HTTP status, or gRPC status for GRPCRoutes). A filter kind the proxy does not
  * know answers 500 (gRPC INTERNAL), as Linkerd's proxy does, rather than silently forwarding.
  */
+import { type Layer, passThrough } from "../http/layer.ts";
 import type { HttpFailureInjector, RequestRedirect } from "../../proto/gen/http_route.ts";
 import type { GrpcFailureInjector } from "../../proto/gen/grpc_route.ts";
 import type { Headers as ProtoHeaders } from "../../proto/gen/http_types.ts";
@@ -234,6 +235,16 @@ export class RouteFilters {
 
   get empty(): boolean {
     return this.#request.length === 0 && this.#response.length === 0;
+  }
+
+  /** The response-header modifiers as a layer (nothing at all when there are none). */
+  responseLayer(): Layer {
+    if (this.#response.length === 0) return passThrough;
+    return (inner) => (req, signal) =>
+      inner(req, signal).then((res) => {
+        this.applyResponse(res);
+        return res;
+      });
   }
 
   /**

@@ -11,6 +11,7 @@ import type { Clock } from "../../../proto/support/clock.ts";
 import { backoffDelay } from "../../discovery/backoff.ts";
 import type { Rng } from "../../core/rng.ts";
 import { type Body, type HttpRequest, type HttpResponse, type HttpService, isGrpc } from "../message.ts";
+import { type Layer, passThrough } from "../layer.ts";
 import { peekTrailers } from "./peek_trailers.ts";
 import { isRetryableError, isRetryableResponse, needsTrailers, type RetryPolicy } from "./policy.ts";
 import { ReplayBody } from "./replay_body.ts";
@@ -71,6 +72,12 @@ export function execute(
   // No promise or closure of its own when there is nothing to do.
   if (isDirect(plan)) return inner(req, signal);
   return executePlan(req, signal, plan, inner, deps);
+}
+
+/** `execute` as a layer: composed once per route, it adds nothing when the plan has nothing to do. */
+export function retryLayer(plan: RequestPlan, deps: ExecuteDeps): Layer {
+  if (isDirect(plan)) return passThrough;
+  return (inner) => (req, signal) => executePlan(req, signal, plan, inner, deps);
 }
 
 async function executePlan(

@@ -16,7 +16,8 @@ import type { OutboundPolicy } from "../../../proto/gen_messages/outbound.ts";
 import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../log.ts";
-import { httpErrorKind, instrumentResponse, type RouteMetrics } from "../../metrics/http_metrics.ts";
+import { httpErrorKind, recordRequests, type RouteMetrics } from "../../metrics/http_metrics.ts";
+import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { SocketAddr } from "../../transport/orig_dst.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
 import { preciseClock } from "../../core/clock.ts";
@@ -25,17 +26,18 @@ import { type Rng, systemRng } from "../../core/rng.ts";
 import { type BackendSource, BackendState, type ConcreteDeps } from "./concrete.ts";
 import { serveHttp1 } from "../../http/h1/mod.ts";
 import { serveHttp2 } from "../../http/h2/server.ts";
+import { HttpError, type HttpRequest, type HttpResponse, type HttpService } from "../../http/message.ts";
+import { layered } from "../../http/layer.ts";
 import {
-  HttpError,
-  type HttpRequest,
-  type HttpResponse,
-  type HttpService,
-  isGrpc,
-} from "../../http/message.ts";
-import { compileOutboundPolicy, type OutboundPolicyRoutes, type RouteBackend } from "../../route/outbound.ts";
+  compileOutboundPolicy,
+  type OutboundPolicyRoutes,
+  type OutboundRule,
+  type RouteBackend,
+} from "../../route/outbound.ts";
+import type { RouteHit } from "../../route/table.ts";
 import { type CompiledProfile, compileProfile, type ProfileRoute } from "../../route/profile.ts";
 import { type Routing, selectRouting } from "../../route/select.ts";
-import { execute, type ExecuteDeps, isDirect } from "../../http/retry/execute.ts";
+import { type ExecuteDeps, retryLayer } from "../../http/retry/execute.ts";
 import type { Distribution } from "../../route/distribution.ts";
 import type { Matcher } from "../../route/http_match.ts";
 
@@ -67,6 +69,9 @@ class DestinationService {
   readonly #rng: Rng;
   readonly #exec: ExecuteDeps;
   #routeHandles = new WeakMap<ProfileRoute, RouteMetrics>();
+  /** Each route's composed service; routes are new objects after a recompile, so these follow. */
+  #profileRoutes = new WeakMap<ProfileRoute, HttpService>();
+  #policyRoutes = new WeakMap<RouteHit<OutboundRule>, HttpService>();
   /** Recomputed only when the policy or profile changed. */
   #routing: Routing = selectRouting(undefined, undefined);
 
@@ -201,49 +206,78 @@ class DestinationService {
     }
   };
 
-  #viaProfile(profile: CompiledProfile, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
-    const rng = this.#rng;
-    const route = profile.route(req);
-    const classifier = route?.classifier;
-    const policy = this.#policy;
-    const target: HttpService = (r, s) => {
-      const t = profile.chooseTarget(rng);
-      if (t) return this.#authorityBackend(t.authority).send(r, s, classifier);
-      const hit = policy?.find(r);
-      const rb = hit?.policy.backends.choose(rng);
-      if (rb) {
-        return this.#routeBackend(rb, policy?.routesFor(r.version)?.failureAccrual).send(r, s, classifier);
-      }
-      return this.#defaultBackend().send(r, s, classifier);
-    };
-    if (!route) return target(req, signal);
-    // Profile routes are measured: route_* per logical request, route_actual_* per attempt.
+  /**
+   * A profile route's service, composed once per route: route_* metrics per logical request,
+   * retries and timeouts, route_actual_* metrics per attempt, then a backend per attempt.
+   */
+  #profileRoute(profile: CompiledProfile, route: ProfileRoute): HttpService {
+    let s = this.#profileRoutes.get(route);
+    if (s) return s;
     const rm = this.#routeMetrics(profile, route);
-    const grpc = isGrpc(req.headers);
-    const send: HttpService = async (r, s) => {
-      const attempt = rm.actual.start(grpc, classifier);
-      try {
-        return instrumentResponse(attempt, await target(r, s));
-      } catch (e) {
-        attempt.fail(e);
-        throw e;
-      }
-    };
-    const rec = rm.requests.start(grpc, classifier);
-    return execute(req, signal, route.plan, send, {
-      ...this.#exec,
-      onRetryable: (_retried, skipped) => rm.retryable(skipped !== "budget"),
-    }).then((res) => instrumentResponse(rec, res), (e) => {
-      rec.fail(e);
-      throw e;
-    });
+    const classifier = route.classifier;
+    const byClass = () => classifier;
+    s = layered(
+      (req, signal) => this.#profileTarget(profile, classifier, req, signal),
+      (inner) => recordRequests(inner, () => rm.requests, byClass),
+      retryLayer(route.plan, {
+        ...this.#exec,
+        onRetryable: (_retried, skipped) => rm.retryable(skipped !== "budget"),
+      }),
+      (inner) => recordRequests(inner, () => rm.actual, byClass),
+    );
+    this.#profileRoutes.set(route, s);
+    return s;
   }
 
-  async #viaPolicy(
-    policy: OutboundPolicyRoutes,
+  /** One attempt under a profile: its dst_overrides split, else the policy's backends, else the default. */
+  #profileTarget(
+    profile: CompiledProfile,
+    classifier: ResponseClassifier | undefined,
     req: HttpRequest,
     signal: AbortSignal,
   ): Promise<HttpResponse> {
+    const t = profile.chooseTarget(this.#rng);
+    if (t) return this.#authorityBackend(t.authority).send(req, signal, classifier);
+    const policy = this.#policy;
+    const hit = policy?.find(req);
+    const rb = hit?.policy.backends.choose(this.#rng);
+    if (rb) {
+      return this.#routeBackend(rb, policy?.routesFor(req.version)?.failureAccrual).send(
+        req,
+        signal,
+        classifier,
+      );
+    }
+    return this.#defaultBackend().send(req, signal, classifier);
+  }
+
+  #viaProfile(profile: CompiledProfile, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
+    const route = profile.route(req);
+    if (!route) return this.#profileTarget(profile, undefined, req, signal);
+    return this.#profileRoute(profile, route)(req, signal);
+  }
+
+  /**
+   * A policy route's service for one of its matches, composed once (keyed by the static hit):
+   * the rule's response filters, its retries and timeouts, then a backend per attempt.
+   */
+  #policyRoute(policy: OutboundPolicyRoutes, hit: RouteHit<OutboundRule>, req: HttpRequest): HttpService {
+    let s = this.#policyRoutes.get(hit);
+    if (s) return s;
+    const rule = hit.policy;
+    const matcher = hit.matcher;
+    // A hit belongs to one protocol's route table, so its failure accrual is fixed.
+    const accrual = policy.routesFor(req.version)?.failureAccrual;
+    s = layered(
+      (r, signal) => this.#toRouteBackend(rule.backends, matcher, accrual, r, signal),
+      rule.filters.responseLayer(),
+      retryLayer(rule.plan, this.#exec),
+    );
+    this.#policyRoutes.set(hit, s);
+    return s;
+  }
+
+  #viaPolicy(policy: OutboundPolicyRoutes, req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
     const hit = policy.find(req);
     if (!hit) {
       throw new HttpError(
@@ -253,23 +287,11 @@ class DestinationService {
         5,
       );
     }
-    const rule = hit.policy;
-    const rng = this.#rng;
-    const early = rule.filters.applyRequest(req, hit.matcher, rng);
-    if (early) return early;
-    const accrual = policy.routesFor(req.version)?.failureAccrual;
-    const matcher = hit.matcher;
-    const res = isDirect(rule.plan)
-      ? await this.#toRouteBackend(rule.backends, matcher, accrual, req, signal)
-      : await execute(
-        req,
-        signal,
-        rule.plan,
-        (r, s) => this.#toRouteBackend(rule.backends, matcher, accrual, r, s),
-        this.#exec,
-      );
-    rule.filters.applyResponse(res);
-    return res;
+    // Request filters may answer instead (redirects, injected failures): not a layer, since they
+    // need the match and can end the request before any backend is chosen.
+    const early = hit.policy.filters.applyRequest(req, hit.matcher, this.#rng);
+    if (early) return Promise.resolve(early);
+    return this.#policyRoute(policy, hit, req)(req, signal);
   }
 
   /** One attempt of a policy route: a backend from its distribution, its filters, its balancer. */
