@@ -1,8 +1,10 @@
 /**
  * The destination, the policy controller and the injector read the same port list annotations;
  * this table checks they agree on what each value means. Destination and policy (as Linkerd's)
- * ignore a bad entry and keep the value's good ones; the injector refuses the pod, naming every
- * bad entry and the annotation, so it never writes a list that silently lost an entry.
+ * ignore a bad entry and keep the value's good ones. On the pod's own annotation the injector
+ * refuses the pod, naming every bad entry and the annotation, so it never writes a list that
+ * silently lost an entry; on the namespace's (which serves every pod there) it warns and keeps the
+ * good entries, and a name the pod lacks lists nothing, as destination and policy read it.
  */
 import assert from "node:assert/strict";
 import type { V1Pod } from "@kubernetes/client-node";
@@ -19,10 +21,11 @@ import { defaultPolicyConfig } from "./policy/config.ts";
 import { defaultServer } from "./policy/inbound_index.ts";
 import type { Pod as PolicyPod } from "./policy/resources.ts";
 import { PolicyStore } from "./policy/store.ts";
+import { storeWith } from "./policy/testing.ts";
 
 const PROBES = [25, 3306, 4000, 4050, 4100, 6379, 8080, 9000];
 
-/** [annotation value, the probe ports it lists, its bad entries]. */
+/** [annotation value, the probe ports it lists, its bad entries (a name the pod lacks counts on the pod only)]. */
 const TABLE: [string, number[], string[]][] = [
   ["mysql", [3306], []],
   ["3306", [3306], []],
@@ -64,10 +67,12 @@ const injectorConfig = defaultInjectorConfig(
 );
 const store = new PolicyStore();
 
-type Injected = { ok: true; ports: number[]; initIgnored: number[] } | { ok: false; message: string };
+type Injected =
+  | { ok: true; ports: number[]; initIgnored: number[]; warnings: string[] }
+  | { ok: false; message: string };
 
-async function injector(p: V1Pod): Promise<Injected> {
-  const res = await buildPatch(p, { metadata: { name: "shop" } }, injectorConfig);
+async function injector(p: V1Pod, nsAnnotations: Record<string, string> = {}): Promise<Injected> {
+  const res = await buildPatch(p, { metadata: { name: "shop", annotations: nsAnnotations } }, injectorConfig);
   if (!res.ok) return { ok: false, message: res.problems.map((x) => x.message).join("; ") };
   const out = applyPatch(p, res.patch);
   const containers = [...(out.spec?.initContainers ?? []), ...(out.spec?.containers ?? [])];
@@ -83,6 +88,7 @@ async function injector(p: V1Pod): Promise<Injected> {
     ok: true,
     ports: PROBES.filter((p) => portInRanges(p, opaque)),
     initIgnored: PROBES.filter((p) => portInRanges(p, ignored)),
+    warnings: res.warnings,
   };
 }
 
@@ -106,6 +112,29 @@ for (const [value, want, bad] of TABLE) {
       assert.ok(!inj.ok && inj.message.includes(Annotations.opaquePorts), inj.ok ? "" : inj.message);
       for (const entry of bad) assert.ok(!inj.ok && inj.message.includes(`"${entry}"`), `names "${entry}"`);
     }
+  });
+
+  Deno.test(`opaque-ports ${JSON.stringify(value)} on the namespace: destination, policy and injector agree`, async () => {
+    const annotations = { [Annotations.opaquePorts]: value };
+    const namespace = { metadata: { name: "shop", annotations } };
+    const p = pod({});
+    const nsStore = storeWith(["Namespace", namespace]);
+    const destination = PROBES.filter((port) =>
+      isOpaqueByAnnotation(p as DestinationPod, port, namespace, destinationConfig)
+    );
+    const policy = PROBES.filter((port) =>
+      defaultServer(nsStore, p as PolicyPod, port, policyConfig).protocol?.kind?.$case === "opaque"
+    );
+    assert.deepEqual(destination, want, "destination");
+    assert.deepEqual(policy, want, "policy");
+    const inj = await injector(p, annotations);
+    assert.ok(inj.ok, "a namespace's value never refuses the pod");
+    assert.deepEqual(inj.ok && inj.ports, want, "injector");
+    const syntax = bad.filter((entry) => entry !== "redis"); // the one name the pod lacks
+    for (const entry of syntax) {
+      assert.ok(inj.ok && inj.warnings.some((w) => w.includes(`"${entry}"`)), `warns about "${entry}"`);
+    }
+    if (syntax.length === 0) assert.deepEqual(inj.ok && inj.warnings, []);
   });
 
   Deno.test(`skip-inbound-ports ${JSON.stringify(value)}: destination and injector agree`, async () => {

@@ -37,6 +37,8 @@ export interface OverrideProblem {
   annotation: string;
   value: string;
   message: string;
+  /** Only some entries of a port list were bad; the others are in the overrides. */
+  partial?: boolean;
 }
 
 const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
@@ -44,26 +46,46 @@ const LOG_LEVEL = /^(trace|debug|info|warn|error|off)$/;
 
 class Problem extends Error {}
 
-/** Looks up a container port of the pod by name; absent when there is no pod (flags). */
-export type PortOfName = (name: string) => number | undefined;
+/** Bad entries of a port list read leniently: reported, while the good entries apply. */
+class PartialProblem extends Problem {}
+
+/** How port names resolve: against the pod's container ports; absent when there is no pod (flags). */
+export interface PortNames {
+  portOf: (name: string) => number | undefined;
+  /**
+   * Strict (the pod's own annotation): every bad entry and every name the pod lacks refuses the
+   * value. Lenient (its namespace's, which serves every pod there): a name this pod lacks lists
+   * nothing, and bad entries are reported but the good ones apply, as the destination and the
+   * policy controller read the same value.
+   */
+  strict: boolean;
+}
 
 /**
- * The shared port list grammar; names resolve against the pod. Every bad entry is named: the pod
- * is refused rather than injected with a list that silently lost an entry.
+ * The shared port list grammar; names resolve against the pod; the ranges go to `keep`. Every bad
+ * entry is named: read strictly, the pod is refused rather than injected with a list that silently
+ * lost an entry; read leniently, the good entries are kept and the bad ones reported.
  */
-function portRanges(value: string, what: string, portOfName: PortOfName | undefined): PortRange[] {
+function portRanges(
+  value: string,
+  what: string,
+  names: PortNames | undefined,
+  keep: (ranges: PortRange[]) => void,
+): void {
   const list = parsePortList(value, what);
   const reasons = list.errors.map((e) => e.reason);
-  if (portOfName) reasons.push(...resolvePortList(list, portOfName).errors.map((e) => e.reason));
-  else {
+  if (names) {
+    if (names.strict) reasons.push(...resolvePortList(list, names.portOf).errors.map((e) => e.reason));
+  } else {
     for (const e of list.entries) {
       if (e.kind === "name") {
         reasons.push(`"${e.name}" is a port name, which only a pod's annotation can use`);
       }
     }
   }
-  if (reasons.length > 0) throw new Problem(reasons.join("; "));
-  return resolvePortList(list, portOfName ?? (() => undefined)).ranges;
+  if (reasons.length > 0 && (!names || names.strict)) throw new Problem(reasons.join("; "));
+  keep(resolvePortList(list, names?.portOf ?? (() => undefined)).ranges);
+  if (reasons.length > 0) throw new PartialProblem(reasons.join("; "));
 }
 
 function parseLogLevel(value: string): string {
@@ -94,7 +116,7 @@ function parseBool(value: string): boolean {
 interface Spec {
   key: string;
   form: string;
-  apply(value: string, into: Overrides, portOfName?: PortOfName): void;
+  apply(value: string, into: Overrides, names?: PortNames): void;
 }
 
 const PORT_LIST_FORM = "comma-separated ports, ranges or container port names, e.g. 25,8000-8080,mysql";
@@ -133,17 +155,18 @@ const SPECS: Spec[] = [
   {
     key: Annotations.skipInboundPorts,
     form: PORT_LIST_FORM,
-    apply: (v, o, names) => o.skipInboundPorts = portRanges(v, Annotations.skipInboundPorts, names),
+    apply: (v, o, names) => portRanges(v, Annotations.skipInboundPorts, names, (r) => o.skipInboundPorts = r),
   },
   {
     key: Annotations.skipOutboundPorts,
     form: PORT_LIST_FORM,
-    apply: (v, o, names) => o.skipOutboundPorts = portRanges(v, Annotations.skipOutboundPorts, names),
+    apply: (v, o, names) =>
+      portRanges(v, Annotations.skipOutboundPorts, names, (r) => o.skipOutboundPorts = r),
   },
   {
     key: Annotations.opaquePorts,
     form: PORT_LIST_FORM,
-    apply: (v, o, names) => o.opaquePorts = portRanges(v, Annotations.opaquePorts, names),
+    apply: (v, o, names) => portRanges(v, Annotations.opaquePorts, names, (r) => o.opaquePorts = r),
   },
   {
     key: Annotations.skipSubnets,
@@ -265,11 +288,11 @@ export function checkOverrideValue(
 
 /**
  * Parses every supported override found in `annotations`; unknown keys are left alone. Port names
- * in port lists resolve with `portOfName` (the pod's container ports).
+ * in port lists resolve with `names` (the pod's container ports).
  */
 export function parseOverrides(
   annotations: Record<string, string>,
-  portOfName?: PortOfName,
+  names?: PortNames,
 ): { overrides: Overrides; problems: OverrideProblem[] } {
   const overrides: Overrides = { resources: {} };
   const problems: OverrideProblem[] = [];
@@ -277,13 +300,17 @@ export function parseOverrides(
     const value = annotations[spec.key];
     if (value === undefined) continue;
     try {
-      spec.apply(value.trim(), overrides, portOfName);
+      spec.apply(value.trim(), overrides, names);
     } catch (e) {
       if (!(e instanceof Problem)) throw e;
+      const partial = e instanceof PartialProblem;
       problems.push({
         annotation: spec.key,
         value,
-        message: `annotation ${spec.key}="${value}" is invalid: ${e.message}; want ${spec.form}`,
+        message: partial
+          ? `annotation ${spec.key}="${value}" has bad entries, ignored: ${e.message}; want ${spec.form}`
+          : `annotation ${spec.key}="${value}" is invalid: ${e.message}; want ${spec.form}`,
+        ...(partial ? { partial } : {}),
       });
     }
   }

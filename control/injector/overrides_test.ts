@@ -29,14 +29,25 @@ Deno.test("valid overrides are parsed into typed values", () => {
 
 Deno.test("port list overrides: names resolve against the pod; an unknown name and each bad entry are named", () => {
   const named: Record<string, number> = { mysql: 3306 };
-  const ok = parseOverrides({ "config.linkerd.io/opaque-ports": "mysql, 4000-4001" }, (n) => named[n]);
+  const names = { portOf: (n: string) => named[n], strict: true };
+  const ok = parseOverrides({ "config.linkerd.io/opaque-ports": "mysql, 4000-4001" }, names);
   assert.deepEqual(ok.problems, []);
   assert.equal(formatPortRanges(ok.overrides.opaquePorts!), "3306,4000-4001");
-  const empty = parseOverrides({ "config.linkerd.io/opaque-ports": "" }, (n) => named[n]);
+  const empty = parseOverrides({ "config.linkerd.io/opaque-ports": "" }, names);
   assert.deepEqual(empty.overrides.opaquePorts, [], "an empty list means none");
-  const bad = parseOverrides({ "config.linkerd.io/opaque-ports": "redis,0,mysql" }, (n) => named[n]);
+  const bad = parseOverrides({ "config.linkerd.io/opaque-ports": "redis,0,mysql" }, names);
   assert.equal(bad.problems.length, 1);
   assert.match(bad.problems[0].message, /"0" is not a port in 1-65535; no container port is named "redis"/);
+  // A namespace's value names ports only some of its pods have: a name this pod lacks lists nothing.
+  const ns = parseOverrides({ "config.linkerd.io/opaque-ports": "redis,mysql" }, { ...names, strict: false });
+  assert.deepEqual(ns.problems, []);
+  assert.equal(formatPortRanges(ns.overrides.opaquePorts!), "3306");
+  // ... and its bad entries are reported while the good ones apply, as destination and policy read it.
+  const nsBad = parseOverrides({ "config.linkerd.io/opaque-ports": "25,junk!" }, { ...names, strict: false });
+  assert.equal(formatPortRanges(nsBad.overrides.opaquePorts!), "25");
+  assert.equal(nsBad.problems.length, 1);
+  assert.equal(nsBad.problems[0].partial, true);
+  assert.match(nsBad.problems[0].message, /has bad entries, ignored: "junk!" is not a port/);
 });
 
 Deno.test("each invalid override is reported with the annotation, its value and the accepted form", () => {

@@ -294,14 +294,16 @@ export async function buildPatch(
 ): Promise<PatchResult> {
   const podAnn = configAnnotations(pod.metadata?.annotations);
   const nsAnn = configAnnotations(ns?.metadata?.annotations);
-  const portOfName = (name: string) => namedContainerPort(pod, name);
-  const podParsed = parseOverrides(podAnn, portOfName);
+  const portOf = (name: string) => namedContainerPort(pod, name);
+  const podParsed = parseOverrides(podAnn, { portOf, strict: true });
   if (podParsed.problems.length > 0) return { ok: false, problems: podParsed.problems };
   const nsParsed = parseOverrides(
     Object.fromEntries(Object.entries(nsAnn).filter(([k]) => !(k in podAnn))),
-    portOfName,
+    { portOf, strict: false },
   );
-  const warnings = nsParsed.problems.map((p) => `namespace ${ns?.metadata?.name}: ${p.message}; ignored`);
+  const warnings = nsParsed.problems.map((p) =>
+    `namespace ${ns?.metadata?.name}: ${p.message}${p.partial ? "" : "; ignored"}`
+  );
   const ov: Overrides = {
     ...nsParsed.overrides,
     ...Object.fromEntries(Object.entries(podParsed.overrides).filter(([, v]) => v !== undefined)),
