@@ -14,10 +14,9 @@ import { serveTokenReviewApi } from "./fake_token_review_api.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
-import { csrFor, identityOf, makeCa } from "./test_pki.ts";
+import { csrFor, identityOf, makeCa, TEST_CERTIFY_CONFIG, testTokenScreen } from "./test_pki.ts";
 import { serviceAccountJwt } from "./test_tokens.ts";
 import { KubeTokenReviewer } from "./token_review.ts";
-import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
 import { TokenValidator, type TokenValidatorOptions } from "./token_validator.ts";
 
 export interface ScenarioOptions {
@@ -122,14 +121,9 @@ export async function runCertifyScenario(opts: ScenarioOptions): Promise<Scenari
     metrics,
   );
   const service = new CertifyService({
-    config: {
-      controlPlaneNamespace: "linkerd",
-      trustDomain: "cluster.local",
-      lifetimeMs: 86_400_000,
-      clockSkewMs: 20_000,
-    },
+    config: TEST_CERTIFY_CONFIG,
     issuer: () => ca.issuer,
-    screenToken: tokenScreen({ audiences: [AUDIENCE], skewMs: 20_000, maxBytes: DEFAULT_TOKEN_MAX_BYTES }),
+    screenToken: testTokenScreen(AUDIENCE),
     validateToken: (t, client) => validator.validate(t, client),
     clock: systemClock,
     metrics,

@@ -8,9 +8,9 @@ import { serveIdentityGrpc } from "./grpc_server.ts";
 import type { Issuer } from "./issuer.ts";
 import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
-import { csrFor, identityOf, makeCa, makeCsr } from "./test_pki.ts";
+import { csrFor, identityOf, makeCa, makeCsr, TEST_CERTIFY_CONFIG, testTokenScreen } from "./test_pki.ts";
 import { TokenValidator } from "./token_validator.ts";
-import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
+import { DEFAULT_TOKEN_MAX_BYTES } from "./token_screen.ts";
 import { serviceAccountJwt } from "./test_tokens.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
@@ -54,18 +54,9 @@ async function startServer(issuer: () => Issuer | undefined, reviewer: FakeRevie
     metrics,
   );
   const service = new CertifyService({
-    config: {
-      controlPlaneNamespace: "linkerd",
-      trustDomain: "cluster.local",
-      lifetimeMs: 86_400_000,
-      clockSkewMs: 20_000,
-    },
+    config: TEST_CERTIFY_CONFIG,
     issuer,
-    screenToken: tokenScreen({
-      audiences: ["identity.l5d.io"],
-      skewMs: 20_000,
-      maxBytes: DEFAULT_TOKEN_MAX_BYTES,
-    }),
+    screenToken: testTokenScreen(),
     validateToken: (t, client) => validator.validate(t, client),
     clock: systemClock,
     metrics,

@@ -12,10 +12,9 @@ import { loadKubeConfig } from "../k8s/mod.ts";
 import { systemClock } from "../../proto/support/clock.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { CertifyService } from "./service.ts";
-import { csrFor, identityOf, makeCa } from "./test_pki.ts";
+import { csrFor, identityOf, makeCa, TEST_CERTIFY_CONFIG, testTokenScreen } from "./test_pki.ts";
 import { KubeTokenReviewer } from "./token_review.ts";
 import { TokenValidator } from "./token_validator.ts";
-import { DEFAULT_TOKEN_MAX_BYTES, tokenScreen } from "./token_screen.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 const kubeconfig = Deno.env.get("KUBECONFIG");
@@ -36,18 +35,9 @@ Deno.test({
     }, systemClock);
     const ca = await makeCa();
     const service = new CertifyService({
-      config: {
-        controlPlaneNamespace: "linkerd",
-        trustDomain: "cluster.local",
-        lifetimeMs: 86_400_000,
-        clockSkewMs: 20_000,
-      },
+      config: TEST_CERTIFY_CONFIG,
       issuer: () => ca.issuer,
-      screenToken: tokenScreen({
-        audiences: ["identity.l5d.io"],
-        skewMs: 20_000,
-        maxBytes: DEFAULT_TOKEN_MAX_BYTES,
-      }),
+      screenToken: testTokenScreen(),
       validateToken: (t, client) => validator.validate(t, client),
       clock: systemClock,
     });

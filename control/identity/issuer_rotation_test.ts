@@ -15,7 +15,7 @@ import {
 } from "./issuer_source.ts";
 import { IdentityMetrics } from "./metrics.ts";
 import { CertifyService } from "./service.ts";
-import { csrFor, identityOf, makeCa, newIssuerMaterial } from "./test_pki.ts";
+import { csrFor, identityOf, makeCa, newIssuerMaterial, TEST_CERTIFY_CONFIG } from "./test_pki.ts";
 import { x509 } from "../../proto/support/x509.ts";
 
 const A = identityOf("sa-a", "ns-a");
@@ -55,12 +55,7 @@ Deno.test("issuer rotation under load: the Secret's files change while requests 
   );
   assert.equal((await reloader.first).ok, true);
   const service = new CertifyService({
-    config: {
-      controlPlaneNamespace: "linkerd",
-      trustDomain: "cluster.local",
-      lifetimeMs: 86_400_000,
-      clockSkewMs: 20_000,
-    },
+    config: TEST_CERTIFY_CONFIG,
     issuer: () => reloader.current(),
     screenToken: () => undefined,
     validateToken: () => Promise.resolve({ namespace: "ns-a", serviceAccount: "sa-a" }),

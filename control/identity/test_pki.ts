@@ -1,10 +1,28 @@
-/** Test helpers: CA material, issuers and CSRs (good and deliberately broken ones). */
-import { createIssuer, createTrustAnchor } from "../certs/pki.ts";
+/**
+ * Test helpers: CA material, issuers and CSRs (good and deliberately broken ones), and the
+ * CertifyService settings the identity tests share.
+ */
+import { createIssuer, createTrustAnchor, P256 } from "../certs/pki.ts";
 import { Issuer, type IssuerMaterial, TrustAnchors } from "./issuer.ts";
 import { x509 } from "../../proto/support/x509.ts";
+import { IDENTITY_TOKEN_AUDIENCE } from "../../proto/identity_name.ts";
+import type { CertifyConfig } from "./service.ts";
+import { DEFAULT_TOKEN_MAX_BYTES, type TokenScreen, tokenScreen } from "./token_screen.ts";
 
-export const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
 const DAY = 86_400_000;
+
+/** Linkerd's defaults: a day's certificates, 20 s of clock skew, control plane "linkerd". */
+export const TEST_CERTIFY_CONFIG: CertifyConfig = {
+  controlPlaneNamespace: "linkerd",
+  trustDomain: "cluster.local",
+  lifetimeMs: DAY,
+  clockSkewMs: 20_000,
+};
+
+/** The production token screen for `audience`, with the test config's skew. */
+export function testTokenScreen(audience: string = IDENTITY_TOKEN_AUDIENCE): TokenScreen {
+  return tokenScreen({ audiences: [audience], skewMs: 20_000, maxBytes: DEFAULT_TOKEN_MAX_BYTES });
+}
 
 export interface TestCa {
   anchorPem: string;
@@ -52,13 +70,13 @@ export interface CsrOptions {
 }
 
 export async function makeCsr(opts: CsrOptions): Promise<{ der: Uint8Array; keys: CryptoKeyPair }> {
-  const keyAlg = opts.keyAlg ?? EC;
+  const keyAlg = opts.keyAlg ?? P256;
   const keys = await crypto.subtle.generateKey(keyAlg, true, ["sign", "verify"]) as CryptoKeyPair;
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name: opts.cn === undefined ? "" : `CN=${opts.cn}`,
     keys,
     signingAlgorithm: opts.signAlg ??
-      (keyAlg.name === "ECDSA" ? EC : { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }),
+      (keyAlg.name === "ECDSA" ? P256 : { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }),
     extensions: opts.names ? [new x509.SubjectAlternativeNameExtension(opts.names)] : [],
   });
   return { der: new Uint8Array(csr.rawData), keys };

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { systemClock } from "../../proto/support/clock.ts";
 import { toPem } from "./pem.ts";
 import { CertifyService } from "./service.ts";
-import { csrFor, identityOf, makeCa, type TestCa } from "./test_pki.ts";
+import { csrFor, identityOf, makeCa, TEST_CERTIFY_CONFIG, type TestCa } from "./test_pki.ts";
 
 interface Workload {
   name: string;
@@ -17,12 +17,7 @@ interface Workload {
 async function issue(ca: TestCa, sa: string, ns: string): Promise<Workload> {
   const name = identityOf(sa, ns);
   const service = new CertifyService({
-    config: {
-      controlPlaneNamespace: "linkerd",
-      trustDomain: "cluster.local",
-      lifetimeMs: 86_400_000,
-      clockSkewMs: 20_000,
-    },
+    config: TEST_CERTIFY_CONFIG,
     issuer: () => ca.issuer,
     screenToken: () => undefined,
     validateToken: () => Promise.resolve({ namespace: ns, serviceAccount: sa }),
