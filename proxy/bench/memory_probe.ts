@@ -14,6 +14,7 @@
  * Allocation per request: a variant with `--trace-gc-nvp` also reports the young-generation bytes
  * each proxy allocated per request over the two runs (scavenges × new-space capacity, from the
  * proxy's GC trace): a figure the machine's load does not blur, unlike CPU time. With
+ * PROBE_H2_HINT=0 the endpoint lacks the `h2` hint, so the proxies talk HTTP/1.1 to each other. With
  * PROBE_HEAP_SAMPLE=<seconds> each proxy is started with its inspector on 127.0.0.1:9229 in its pod
  * and heap_sample.ts samples its allocations during the first run (printed per proxy).
  */
@@ -29,6 +30,8 @@ const BURST = Number(Deno.env.get("PROBE_BURST_RATE") ?? "3000");
 const SECS = Number(Deno.env.get("PROBE_SECS") ?? "10");
 const CONNS = 16;
 const HEAP_SAMPLE_SECS = Number(Deno.env.get("PROBE_HEAP_SAMPLE") ?? "0");
+// PROBE_H2_HINT=0: the endpoint has no `h2` hint, so HTTP/1 stays HTTP/1 between the proxies.
+const H2_HINT = Deno.env.get("PROBE_H2_HINT") !== "0";
 const INSPECT_PORT = 9229;
 const heapSampleTs = new URL("./heap_sample.ts", import.meta.url).pathname;
 const H1_PORT = 9100;
@@ -117,7 +120,7 @@ try {
     await Deno.writeTextFile(creds[pod], JSON.stringify(await ca.issue(ID(pod))));
     await Deno.chmod(creds[pod], 0o644);
   }
-  cp.tables.endpoints.set(`${B.ip}:${H1_PORT}`, [meshedHttpEndpoint(B.ip, H1_PORT, ID("b"))]);
+  cp.tables.endpoints.set(`${B.ip}:${H1_PORT}`, [meshedHttpEndpoint(B.ip, H1_PORT, ID("b"), H2_HINT)]);
   await cp.start();
   for (const pod of ["a", "b"]) {
     await applyInit(pods, pod);
