@@ -61,7 +61,10 @@ export function parseDestinationArgs(
     }
   }
   const { host, port } = splitHostPort(f.get("addr") ?? `0.0.0.0:${Ports.destination}`, f.label("addr"));
-  const admin = splitHostPort(f.get("admin-addr") ?? "0.0.0.0:9996", f.label("admin-addr"));
+  const admin = splitHostPort(
+    f.get("admin-addr") ?? `0.0.0.0:${Ports.destinationAdmin}`,
+    f.label("admin-addr"),
+  );
   return {
     host,
     port,

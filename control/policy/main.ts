@@ -81,7 +81,7 @@ export function parseArgs(args: string[], kubeconfig: string | undefined): Polic
     allowL5dRequestHeaders: f.switch("allow-l5d-request-headers"),
   };
   const grpc = splitHostPort(f.get("addr") ?? `0.0.0.0:${Ports.policy}`, f.label("addr"));
-  const admin = splitHostPort(f.get("admin-addr") ?? "0.0.0.0:9990", f.label("admin-addr"));
+  const admin = splitHostPort(f.get("admin-addr") ?? `0.0.0.0:${Ports.policyAdmin}`, f.label("admin-addr"));
   const writeStatus = !f.switch("no-status-writes");
   return {
     policy,

@@ -14,6 +14,7 @@
  */
 import { Registry } from "prom-client";
 import { DEFAULT_CLUSTER_DOMAIN } from "../../proto/control_plane.ts";
+import { Ports } from "../../proto/ports.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
 import { splitHostPort } from "../flags/host_port.ts";
@@ -49,7 +50,7 @@ const FLAGS: readonly FlagSpec[] = [
 export function parseArgs(args: string[], env: Record<string, string | undefined>): ValidatorConfig {
   const { flags } = parseFlags(args, FLAGS, { env });
   const addr = splitHostPort(flags.get("addr") ?? "0.0.0.0:9443", "--addr");
-  const admin = splitHostPort(flags.get("admin-addr") ?? "0.0.0.0:9997", "--admin-addr");
+  const admin = splitHostPort(flags.get("admin-addr") ?? `0.0.0.0:${Ports.validatorAdmin}`, "--admin-addr");
   const dir = (flags.get("tls-dir") ?? "/var/run/weft/tls").replace(/\/+$/, "");
   const clusterDomain = flags.get("cluster-domain") ?? DEFAULT_CLUSTER_DOMAIN;
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(clusterDomain)) {
