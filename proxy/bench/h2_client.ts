@@ -6,13 +6,15 @@
  * which would be the generator measuring itself.
  *
  * It implements what a peer may send: SETTINGS (acked), PING (answered), WINDOW_UPDATE (send
- * window), HEADERS/CONTINUATION (HPACK decoded, RFC 7541, including Huffman and the dynamic
- * table, so the header state stays right whatever the proxy in between encodes), DATA (receive
+ * window), HEADERS/CONTINUATION (HPACK decoded with the proxy's decoder, dynamic table and
+ * Huffman included, so the header state stays right whatever the proxy in between encodes), DATA (receive
  * window kept open), RST_STREAM and GOAWAY. Requests are encoded without indexing, so they
  * never touch the peer's decoder table.
  */
 import * as net from "node:net";
 import { Buffer } from "node:buffer";
+import { HpackDecoder } from "../http/h2/hpack.ts";
+import { STATIC_BY_NAME } from "../http/h2/hpack_table.ts";
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 const DATA = 0x0, HEADERS = 0x1, RST_STREAM = 0x3, SETTINGS = 0x4, PING = 0x6, GOAWAY = 0x7;
@@ -20,206 +22,16 @@ const WINDOW_UPDATE = 0x8, CONTINUATION = 0x9;
 const END_STREAM = 0x1, ACK = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIORITY = 0x20;
 const MAX_WINDOW = 0x7fffffff;
 
-// ---- HPACK (RFC 7541) ----
+// ---- HPACK (RFC 7541): the proxy's decoder and static table; requests are plain literals ----
 
-/** Appendix A, index 1..61. */
-const STATIC: readonly [string, string][] = [
-  [":authority", ""],
-  [":method", "GET"],
-  [":method", "POST"],
-  [":path", "/"],
-  [":path", "/index.html"],
-  [":scheme", "http"],
-  [":scheme", "https"],
-  [":status", "200"],
-  [":status", "204"],
-  [":status", "206"],
-  [":status", "304"],
-  [":status", "400"],
-  [":status", "404"],
-  [":status", "500"],
-  ...[
-    "accept-charset",
-    "accept-encoding",
-    "accept-language",
-    "accept-ranges",
-    "accept",
-    "access-control-allow-origin",
-    "age",
-    "allow",
-    "authorization",
-    "cache-control",
-    "content-disposition",
-    "content-encoding",
-    "content-language",
-    "content-length",
-    "content-location",
-    "content-range",
-    "content-type",
-    "cookie",
-    "date",
-    "etag",
-    "expect",
-    "expires",
-    "from",
-    "host",
-    "if-match",
-    "if-modified-since",
-    "if-none-match",
-    "if-range",
-    "if-unmodified-since",
-    "last-modified",
-    "link",
-    "location",
-    "max-forwards",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "range",
-    "referer",
-    "refresh",
-    "retry-after",
-    "server",
-    "set-cookie",
-    "strict-transport-security",
-    "transfer-encoding",
-    "user-agent",
-    "vary",
-    "via",
-    "www-authenticate",
-  ].map((n): [string, string] => [n, n === "accept-encoding" ? "gzip, deflate" : ""]),
-];
-
-/**
- * Appendix B code lengths for symbols 0..256 (EOS), one letter each ('a' = 5 bits). The code is
- * canonical (codes assigned in order of length, then symbol), so the lengths define it.
- */
-const HUFFMAN_LENGTHS =
-  "isxxxxxxxtzxxzxxxxxxxxzxxxxxxxxxbffhibdgffdgdbbbaaabbbbbbbcdkbhfibcccccccccccccccccccccc" +
-  "dcdioijbkabababbbaccbbbabcbaabccccckgjixprpprrrsrssssststtrstssssqrsrsstrqprrssqsrrtqrssqqrqsrssprr" +
-  "rsrrsvvporsruvvvwwvtuoqvwwvwtqqvvxwwwptpqrqqsrruuttvsvwvvwwwwwxwwwwwvz";
-
-/** Decoding tree: node n has children at tree[2n], tree[2n+1]; a value < 0 is leaf -(symbol+1). */
-const HUFFMAN_TREE = (() => {
-  const lens = Array.from(HUFFMAN_LENGTHS, (c) => c.charCodeAt(0) - 97 + 5);
-  if (lens.length !== 257) throw new Error("HPACK Huffman table must have 257 lengths");
-  const order = lens.map((_, s) => s).sort((a, b) => lens[a] - lens[b] || a - b);
-  const tree = new Int32Array(2 * 600);
-  let nodes = 1;
-  let code = 0;
-  for (let i = 0; i < order.length; i++) {
-    const s = order[i];
-    if (i > 0) code = (code + 1) * 2 ** (lens[s] - lens[order[i - 1]]);
-    let n = 0;
-    for (let b = lens[s] - 1; b >= 0; b--) {
-      const bit = Math.floor(code / 2 ** b) % 2;
-      const slot = 2 * n + bit;
-      if (b === 0) tree[slot] = -(s + 1);
-      else {
-        if (tree[slot] === 0) tree[slot] = nodes++;
-        n = tree[slot];
-      }
-    }
-  }
-  return tree;
-})();
-
-export function huffmanDecode(b: Uint8Array, start: number, end: number): string {
-  let out = "";
-  let n = 0;
-  for (let i = start; i < end; i++) {
-    for (let bit = 7; bit >= 0; bit--) {
-      const next = HUFFMAN_TREE[2 * n + ((b[i] >> bit) & 1)];
-      if (next < 0) {
-        const sym = -next - 1;
-        if (sym === 256) throw new Error("HPACK: EOS inside a Huffman string");
-        out += String.fromCharCode(sym);
-        n = 0;
-      } else n = next;
-    }
-  }
-  return out; // leftover bits are the EOS-prefix padding
+/** Static-table index of `name` (first entry), or -1. */
+function staticName(name: string): number {
+  return STATIC_BY_NAME.get(name)?.index ?? -1;
 }
 
-/** Decoder state for one connection (the peer's encoder indexes into it). */
-export class HpackDecoder {
-  #dynamic: [string, string][] = [];
-  #size = 0;
-  #max: number;
-
-  constructor(maxTableSize = 4096) {
-    this.#max = maxTableSize;
-  }
-
-  /** Decodes one complete header block, calling `field` for each header in order. */
-  decode(b: Uint8Array, field: (name: string, value: string) => void): void {
-    let i = 0;
-    const int = (prefix: number): number => {
-      const mask = (1 << prefix) - 1;
-      let v = b[i++] & mask;
-      if (v < mask) return v;
-      let m = 0;
-      let byte;
-      do {
-        if (i >= b.length) throw new Error("HPACK: truncated integer");
-        byte = b[i++];
-        v += (byte & 0x7f) * 2 ** m;
-        m += 7;
-      } while (byte & 0x80);
-      return v;
-    };
-    const str = (): string => {
-      const huffman = (b[i] & 0x80) !== 0;
-      const len = int(7);
-      if (i + len > b.length) throw new Error("HPACK: truncated string");
-      const s = huffman
-        ? huffmanDecode(b, i, i + len)
-        : Buffer.from(b.buffer, b.byteOffset + i, len).toString("latin1");
-      i += len;
-      return s;
-    };
-    const entry = (index: number): [string, string] => {
-      if (index >= 1 && index <= STATIC.length) return STATIC[index - 1];
-      const d = this.#dynamic[index - STATIC.length - 1];
-      if (!d) throw new Error(`HPACK: index ${index} out of range`);
-      return d;
-    };
-    while (i < b.length) {
-      const first = b[i];
-      if (first & 0x80) {
-        const [n, v] = entry(int(7));
-        field(n, v);
-      } else if (first & 0x40) {
-        const idx = int(6);
-        const name = idx === 0 ? str() : entry(idx)[0];
-        const value = str();
-        this.#add(name, value);
-        field(name, value);
-      } else if (first & 0x20) {
-        this.#max = int(5);
-        this.#evict(0);
-      } else {
-        const idx = int(4); // 0000xxxx without indexing, 0001xxxx never indexed
-        const name = idx === 0 ? str() : entry(idx)[0];
-        field(name, str());
-      }
-    }
-  }
-
-  #add(name: string, value: string): void {
-    const size = 32 + name.length + value.length;
-    this.#evict(size);
-    if (size <= this.#max) {
-      this.#dynamic.unshift([name, value]);
-      this.#size += size;
-    }
-  }
-
-  #evict(room: number): void {
-    while (this.#dynamic.length > 0 && this.#size + room > this.#max) {
-      const [n, v] = this.#dynamic.pop()!;
-      this.#size -= 32 + n.length + v.length;
-    }
-  }
+/** Static-table index of exactly `name: value`, or -1. */
+function staticExact(name: string, value: string): number {
+  return STATIC_BY_NAME.get(name)?.values.get(value) ?? -1;
 }
 
 function hpackInt(out: number[], first: number, prefix: number, v: number): void {
@@ -244,13 +56,13 @@ function hpackInt(out: number[], first: number, prefix: number, v: number): void
 export function encodeHeaders(fields: [string, string][]): Uint8Array {
   const out: number[] = [];
   for (const [name, value] of fields) {
-    const exact = STATIC.findIndex(([n, v]) => n === name && v === value);
-    if (exact >= 0) {
-      hpackInt(out, 0x80, 7, exact + 1);
+    const exact = staticExact(name, value);
+    if (exact > 0) {
+      hpackInt(out, 0x80, 7, exact);
       continue;
     }
-    const byName = STATIC.findIndex(([n]) => n === name);
-    hpackInt(out, 0x00, 4, byName + 1);
+    const byName = staticName(name);
+    hpackInt(out, 0x00, 4, Math.max(byName, 0));
     if (byName < 0) {
       hpackInt(out, 0x00, 7, name.length);
       for (const c of Buffer.from(name, "latin1")) out.push(c);
@@ -479,11 +291,11 @@ export class H2Connection {
     const block = this.#block.length === 1 ? this.#block[0] : Buffer.concat(this.#block);
     this.#block = [];
     const s = this.#streams.get(this.#blockStream);
-    this.#decoder.decode(block, (name, value) => {
-      if (!s) return;
-      if (name === ":status") s.status = Number(value);
-      else if (name === "grpc-status") s.grpcStatus = value;
-    });
+    const fields = this.#decoder.decode(block);
+    for (let i = 0; s && i < fields.length; i += 2) {
+      if (fields[i] === ":status") s.status = Number(fields[i + 1]);
+      else if (fields[i] === "grpc-status") s.grpcStatus = fields[i + 1];
+    }
     if (this.#blockEnd) this.#finish(this.#blockStream, true);
   }
 }

@@ -1,39 +1,16 @@
 import assert from "node:assert/strict";
-import { encodeHeaders, H2Connection, HpackDecoder } from "./h2_client.ts";
-
-const hex = (s: string) => Uint8Array.from(s.replace(/\s+/g, "").match(/../g)!.map((b) => parseInt(b, 16)));
+import { HpackDecoder } from "../http/h2/hpack.ts";
+import { encodeHeaders, H2Connection } from "./h2_client.ts";
 
 function decodeAll(d: HpackDecoder, block: Uint8Array): [string, string][] {
+  const flat = d.decode(block);
   const out: [string, string][] = [];
-  d.decode(block, (n, v) => out.push([n, v]));
+  for (let i = 0; i < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
   return out;
 }
 
-Deno.test("HPACK: RFC 7541 C.4 requests with Huffman coding, decoded in sequence on one table", () => {
-  const d = new HpackDecoder();
-  assert.deepEqual(decodeAll(d, hex("8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff")), [
-    [":method", "GET"],
-    [":scheme", "http"],
-    [":path", "/"],
-    [":authority", "www.example.com"],
-  ]);
-  assert.deepEqual(decodeAll(d, hex("8286 84be 5886 a8eb 1064 9cbf")), [
-    [":method", "GET"],
-    [":scheme", "http"],
-    [":path", "/"],
-    [":authority", "www.example.com"],
-    ["cache-control", "no-cache"],
-  ]);
-  assert.deepEqual(decodeAll(d, hex("8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf")), [
-    [":method", "GET"],
-    [":scheme", "https"],
-    [":path", "/index.html"],
-    [":authority", "www.example.com"],
-    ["custom-key", "custom-value"],
-  ]);
-});
-
-Deno.test("HPACK: the client's own encoding decodes back, long values use multi-byte lengths", () => {
+// The RFC 7541 vectors and hostile blocks are the decoder's own tests (proxy/http/h2/hpack_test.ts).
+Deno.test("HPACK: the bench client's literal encoding decodes back, long values use multi-byte lengths", () => {
   const fields: [string, string][] = [
     [":method", "POST"],
     [":scheme", "http"],
@@ -43,12 +20,11 @@ Deno.test("HPACK: the client's own encoding decodes back, long values use multi-
     ["te", "trailers"],
     ["x-long", "v".repeat(300)],
   ];
-  assert.deepEqual(decodeAll(new HpackDecoder(), encodeHeaders(fields)), fields);
-});
-
-Deno.test("HPACK: bad input is an error naming the problem", () => {
-  assert.throws(() => new HpackDecoder().decode(hex("be"), () => {}), /index 62 out of range/);
-  assert.throws(() => new HpackDecoder().decode(hex("0003 6162"), () => {}), /truncated string/);
+  const d = new HpackDecoder();
+  const block = encodeHeaders(fields);
+  assert.deepEqual(decodeAll(d, block), fields);
+  // Literals without indexing leave the peer's table alone, so one block serves every request.
+  assert.deepEqual(decodeAll(d, block), fields);
 });
 
 const nghttpd = new Deno.Command("sh", { args: ["-c", "command -v nghttpd"], stdout: "piped" }).outputSync();
