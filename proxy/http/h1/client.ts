@@ -42,6 +42,18 @@ function needsLength(method: string): boolean {
   return method === "POST" || method === "PUT" || method === "PATCH";
 }
 
+/** Sends a request on another connection (the pool's retry after a closed idle connection). */
+export type RetryElsewhere = (req: HttpRequest, signal: AbortSignal) => Promise<HttpResponse>;
+
+function retriable(
+  e: unknown,
+  signal: AbortSignal | undefined,
+  retry: RetryElsewhere | undefined,
+): boolean {
+  return retry !== undefined && signal !== undefined && e instanceof Http1ClientError && e.safeToRetry &&
+    !signal.aborted;
+}
+
 export class Http1Connection implements BodyOwner {
   readonly socket: Duplex;
   readonly #reader: SocketReader;
@@ -60,6 +72,12 @@ export class Http1Connection implements BodyOwner {
   #resDone = true;
   #keepAlive = true;
   #responseSeen = false;
+  /** The exchange waiting for its response head: request, signal, retry and the promise's settlers. */
+  #req: HttpRequest | undefined = undefined;
+  #reqSignal: AbortSignal | undefined = undefined;
+  #retry: RetryElsewhere | undefined = undefined;
+  #resolve: ((r: HttpResponse | Promise<HttpResponse>) => void) | undefined = undefined;
+  #reject: ((e: unknown) => void) | undefined = undefined;
   /** Exchanges started on this connection. */
   requests = 0;
   /** Called each time the connection is idle again after an exchange. */
@@ -109,24 +127,33 @@ export class Http1Connection implements BodyOwner {
     this.onClose?.(this);
   };
 
-  /** Sends `req` and resolves with the response once its head has arrived. */
-  request(req: HttpRequest, signal?: AbortSignal): Promise<HttpResponse> {
+  /**
+   * Sends `req` and resolves with the response once its head has arrived. `retry` (the pool's) is
+   * where a request goes instead when this connection turns out closed before any response byte
+   * and sending it again is safe (`Http1ClientError.safeToRetry`, `signal` not aborted).
+   */
+  request(req: HttpRequest, signal?: AbortSignal, retry?: RetryElsewhere): Promise<HttpResponse> {
     if (this.#busy) return Promise.reject(new Error("Http1Connection is busy with another request"));
     if (this.#closed || this.#reader.done || this.#reader.buffered > 0 || this.socket.destroyed) {
       this.socket.destroy();
-      return Promise.reject(
-        new Http1ClientError(
-          "upstream connection closed before the request was sent",
-          "connection_closed",
-          true,
-        ),
+      const e = new Http1ClientError(
+        "upstream connection closed before the request was sent",
+        "connection_closed",
+        true,
       );
+      return retriable(e, signal, retry) ? retry!(req, signal!) : Promise.reject(e);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return this.#exchange(req, signal);
+    return this.#exchange(req, signal, retry);
   }
 
-  async #exchange(req: HttpRequest, signal: AbortSignal | undefined): Promise<HttpResponse> {
+  // The exchange runs on callbacks kept by the connection, not on an async function per request:
+  // the response promise is settled by `#poll`, which the reader calls when bytes arrive.
+  #exchange(
+    req: HttpRequest,
+    signal: AbortSignal | undefined,
+    retry: RetryElsewhere | undefined,
+  ): Promise<HttpResponse> {
     const body = req.body;
     let frame = FRAME_NONE;
     let length = 0;
@@ -135,13 +162,13 @@ export class Http1Connection implements BodyOwner {
       frame = FRAME_LENGTH;
       length = body.length;
     }
-    let head: string;
+    let head: Uint8Array;
     try {
       head = requestHead(req, frame, length);
     } catch (e) {
       // Nothing was sent: the connection is as good as before.
-      queueMicrotask(() => this.onIdle?.(this));
-      throw e;
+      queueMicrotask(this.#idleAgain);
+      return Promise.reject(e);
     }
     this.#busy = true;
     this.requests++;
@@ -158,49 +185,100 @@ export class Http1Connection implements BodyOwner {
       this.#signal = signal;
       signal.addEventListener("abort", this);
     }
+    this.#req = req;
+    this.#reqSignal = signal;
+    this.#retry = retry;
+    const response = new Promise<HttpResponse>(this.#capture);
     this.#write(head, body, frame);
-    return await this.#readResponse(req);
+    this.#poll();
+    return response;
   }
 
-  async #write(head: string, body: Body, frame: number): Promise<void> {
+  #capture = (
+    resolve: (r: HttpResponse | Promise<HttpResponse>) => void,
+    reject: (e: unknown) => void,
+  ): void => {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  };
+
+  #idleAgain = (): void => this.onIdle?.(this);
+
+  #write(head: Uint8Array, body: Body, frame: number): void {
+    let written: Promise<void> | undefined;
     try {
-      await writeMessage(this.socket, this.#out, head, body, frame, true);
-      this.#reqDone = true;
-      this.#maybeIdle();
+      written = writeMessage(this.socket, this.#out, head, body, frame, true);
     } catch (e) {
-      this.#out.clear();
-      // A closed socket is reported by the read side (which knows whether a retry is safe).
-      if (this.socket.destroyed || this.#reader.done) this.socket.destroy();
-      else this.#fail(e as Error);
+      this.#writeFailed(e);
+      return;
     }
+    if (written === undefined) this.#written();
+    else written.then(this.#written, this.#writeFailed);
   }
 
-  async #readResponse(req: HttpRequest): Promise<HttpResponse> {
+  #written = (): void => {
+    this.#reqDone = true;
+    this.#maybeIdle();
+  };
+
+  #writeFailed = (e: unknown): void => {
+    this.#out.clear();
+    // A closed socket is reported by the read side (which knows whether a retry is safe).
+    if (this.socket.destroyed || this.#reader.done) this.socket.destroy();
+    else this.#fail(e as Error);
+  };
+
+  /** Reads the response head if it is there, else waits for bytes; settles the response promise. */
+  #poll = (): void => {
+    if (this.#resolve === undefined) return;
     const r = this.#reader;
     for (;;) {
       const bytes = this.#heads.pull(r);
       if (this.#heads.seen > 0) this.#responseSeen = true;
       if (bytes === -1) {
         this.#fail(new H1ParseError(502, `response head larger than ${this.#limits.maxHeadBytes} bytes`));
-        throw this.#failure;
+        return this.#settleError(this.#failure);
       }
       if (bytes !== null) {
         this.#responseSeen = true;
-        const res = this.#response(req, bytes);
-        if (res !== undefined) return res;
-        continue;
+        let res: HttpResponse | undefined;
+        try {
+          res = this.#response(this.#req!, bytes);
+        } catch (e) {
+          return this.#settleError(e);
+        }
+        if (res === undefined) continue;
+        const resolve = this.#resolve;
+        this.#settled();
+        return resolve(res);
       }
-      if (this.#failure !== undefined) throw this.#failure;
+      if (this.#failure !== undefined) return this.#settleError(this.#failure);
       if (r.done) {
+        const req = this.#req!;
         const safe = !this.#responseSeen && IDEMPOTENT.has(req.method) && !this.#bodyTouched;
         const why = r.error !== undefined ? r.error.message : "connection closed";
         const e = new Http1ClientError(`upstream ${why} before a response`, "connection_closed", safe);
         this.#failure = e;
         this.socket.destroy();
-        throw e;
+        return this.#settleError(e);
       }
-      await r.wait();
+      return r.onNext(this.#poll);
     }
+  };
+
+  #settleError(e: unknown): void {
+    const resolve = this.#resolve!, reject = this.#reject!;
+    const req = this.#req!, signal = this.#reqSignal, retry = this.#retry;
+    this.#settled();
+    if (retriable(e, signal, retry)) resolve(retry!(req, signal!));
+    else reject(e);
+  }
+
+  #settled(): void {
+    this.#resolve = this.#reject = undefined;
+    this.#req = undefined;
+    this.#reqSignal = undefined;
+    this.#retry = undefined;
   }
 
   /** The response for a head, or undefined for an interim (1xx) response. */
@@ -245,7 +323,7 @@ export class Http1Connection implements BodyOwner {
       default:
         body = EMPTY_BODY;
         this.#resDone = true;
-        queueMicrotask(() => this.#maybeIdle());
+        queueMicrotask(this.#maybeIdleTask);
     }
     return { status: h.status, headers: h.headers, body };
   }
@@ -276,6 +354,8 @@ export class Http1Connection implements BodyOwner {
     this.socket.destroy();
     this.#reader.interrupt();
   }
+
+  #maybeIdleTask = (): void => this.#maybeIdle();
 
   #maybeIdle(): void {
     if (!this.#busy || this.#upgraded || !this.#resDone) return;

@@ -11,7 +11,6 @@
 import type { Duplex } from "node:stream";
 import { HttpError, type HttpRequest, type HttpResponse, type HttpService } from "../message.ts";
 import { type Http1ClientOptions, Http1Connection } from "./client.ts";
-import { Http1ClientError } from "./errors.ts";
 
 export interface Http1PoolOptions {
   /** Opens a connected socket (TCP or TLS) to the endpoint; should reject when `signal` aborts. */
@@ -58,17 +57,20 @@ export class Http1Pool {
     return this.#open;
   }
 
-  async request(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
-    if (this.#closed) throw new HttpError(503, "connection pool is closed", "pool_closed");
+  request(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
+    if (this.#closed) return Promise.reject(new HttpError(503, "connection pool is closed", "pool_closed"));
     const reused = this.#takeIdle();
-    if (reused !== undefined) {
-      try {
-        return await reused.request(req, signal);
-      } catch (e) {
-        if (!(e instanceof Http1ClientError) || !e.safeToRetry || signal.aborted) throw e;
-        this.retries++;
-      }
-    }
+    // A reused connection the server closed meanwhile hands the request back through #retry.
+    if (reused !== undefined) return reused.request(req, signal, this.#retry);
+    return this.#sendNew(req, signal);
+  }
+
+  #retry = (req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> => {
+    this.retries++;
+    return this.#sendNew(req, signal);
+  };
+
+  async #sendNew(req: HttpRequest, signal: AbortSignal): Promise<HttpResponse> {
     const conn = await this.#open1(signal);
     return await conn.request(req, signal);
   }

@@ -123,6 +123,22 @@ export class SocketReader {
     return new Promise((r) => this.#wake = r);
   }
 
+  /**
+   * `wait()` without a promise: `fn` is called once, synchronously, on the next data, end, error
+   * or `interrupt()` (a connection waiting for a response head keeps one such function).
+   */
+  onNext(fn: () => void): void {
+    if (this.buffered > 0 || this.done) {
+      queueMicrotask(fn);
+      return;
+    }
+    if (this.#paused) {
+      this.#paused = false;
+      this.sock.resume();
+    }
+    this.#wake = fn;
+  }
+
   /** Wakes a pending `wait()` (timeouts, aborts). */
   interrupt(): void {
     this.#notify();

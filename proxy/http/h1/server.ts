@@ -79,6 +79,8 @@ export interface ServeHttp1Options {
 }
 
 const IDLE = 0, HEAD = 1, BUSY = 2, DRAIN = 3, DONE = 4;
+/** `#pollHead`: bytes must arrive first; the connection is over. */
+const WAIT = 0, STOP = 1;
 const CONTINUE = new TextEncoder().encode("HTTP/1.1 100 Continue\r\n\r\n");
 const noop = () => {};
 
@@ -128,6 +130,10 @@ class ServerConn implements BodyOwner {
   #linger: ReturnType<typeof setTimeout> | undefined = undefined;
   #timedOut = false;
   #ctrl: AbortController | undefined = undefined;
+  /** The request body of the request in flight, if it has one. */
+  #wire: WireBody | undefined = undefined;
+  /** The connection may serve another request after this response. */
+  #keep = false;
   #expectPending = false;
   #responseStarted = false;
   #bodyCancelled = false;
@@ -160,9 +166,49 @@ class ServerConn implements BodyOwner {
     else this.shutdown?.addEventListener("abort", this.#onShutdown, { once: true });
   }
 
+  // One async function per connection, not per request: the head is read and parsed, the
+  // response written and the next request started without a promise of their own unless they
+  // have to wait (for bytes, for 'drain', for the service).
   async run(): Promise<void> {
     try {
-      while (!this.#closing && await this.#serveOne()) { /* next request */ }
+      while (!this.#closing) {
+        // A client that pipelines without reading its responses waits here, not in our memory.
+        if (this.sock.writableNeedDrain) await drained(this.sock);
+        if (this.#closing) break;
+        this.#setState(IDLE, this.idleTimeout);
+        let bytes = this.#pollHead();
+        while (bytes === WAIT) {
+          await this.reader.wait();
+          bytes = this.#pollHead();
+        }
+        if (bytes === STOP) break;
+        if (bytes instanceof H1ParseError) {
+          await this.#reject(bytes);
+          break;
+        }
+        this.#setState(BUSY, 0);
+        let head: RequestHead;
+        try {
+          head = parseRequestHead(bytes, this.limits);
+        } catch (e) {
+          await this.#reject(e);
+          break;
+        }
+        if (head.method === "CONNECT") {
+          await this.#reject(new H1ParseError(501, "CONNECT is not supported: this proxy does not tunnel"));
+          break;
+        }
+        const req = this.#request(head);
+        let res: HttpResponse;
+        try {
+          res = await this.service(req, this.#ctrl!.signal);
+        } catch (e) {
+          if (!this.#closed) this.#report(e);
+          res = errorResponse(e);
+        }
+        const more = this.#respond(head, res);
+        if (more === false || (more !== true && !(await more))) break;
+      }
     } catch (e) {
       this.#report(e);
       this.sock.destroy();
@@ -256,61 +302,32 @@ class ServerConn implements BodyOwner {
     }
   }
 
-  async #serveOne(): Promise<boolean> {
-    // A client that pipelines without reading its responses waits here, not in our memory.
-    if (this.sock.writableNeedDrain) await drained(this.sock);
-    if (this.#closing) return false;
-    this.#setState(IDLE, this.idleTimeout);
-    const bytes = await this.#readHead();
-    if (bytes === null) return false;
-    this.#setState(BUSY, 0);
-    let head: RequestHead;
-    try {
-      head = parseRequestHead(bytes, this.limits);
-    } catch (e) {
-      await this.#reject(e);
-      return false;
+  /**
+   * The next request head if it is all buffered; WAIT when bytes must arrive first; STOP when the
+   * connection is over; the error to answer when the head cannot be read.
+   */
+  #pollHead(): Uint8Array | typeof WAIT | typeof STOP | H1ParseError {
+    if (this.#closing) return STOP;
+    const h = this.heads.pull(this.reader);
+    if (h === -1) return new H1ParseError(431, `request head larger than ${this.limits.maxHeadBytes} bytes`);
+    if (h !== null) return h;
+    if (this.heads.seen > 0 && this.#state === IDLE) this.#setState(HEAD, this.headerTimeout);
+    if (this.reader.done) {
+      this.#close();
+      return STOP;
     }
-    if (head.method === "CONNECT") {
-      await this.#reject(new H1ParseError(501, "CONNECT is not supported: this proxy does not tunnel"));
-      return false;
+    if (this.#timedOut) {
+      if (this.#state === HEAD) {
+        return new H1ParseError(408, `request head not complete within ${this.headerTimeout} ms`);
+      }
+      this.#close();
+      return STOP;
     }
-    return await this.#handle(head);
-  }
-
-  async #readHead(): Promise<Uint8Array | null> {
-    const r = this.reader;
-    for (;;) {
-      if (this.#closing) return null;
-      const h = this.heads.pull(r);
-      if (h === -1) {
-        await this.#reject(
-          new H1ParseError(431, `request head larger than ${this.limits.maxHeadBytes} bytes`),
-        );
-        return null;
-      }
-      if (h !== null) return h;
-      if (this.heads.seen > 0 && this.#state === IDLE) this.#setState(HEAD, this.headerTimeout);
-      if (r.done) {
-        this.#close();
-        return null;
-      }
-      if (this.#timedOut) {
-        if (this.#state === HEAD) {
-          await this.#reject(
-            new H1ParseError(408, `request head not complete within ${this.headerTimeout} ms`),
-          );
-        } else {
-          this.#close();
-        }
-        return null;
-      }
-      if (this.#shuttingDown && this.heads.seen === 0) {
-        this.#close();
-        return null;
-      }
-      await r.wait();
+    if (this.#shuttingDown && this.heads.seen === 0) {
+      this.#close();
+      return STOP;
     }
+    return WAIT;
   }
 
   /** Answers a request that cannot be served and closes the connection. */
@@ -327,7 +344,8 @@ class ServerConn implements BodyOwner {
     this.#close();
   }
 
-  async #handle(head: RequestHead): Promise<boolean> {
+  /** The request for `head`, its body reading from the connection; arms the request's abort. */
+  #request(head: RequestHead): HttpRequest {
     let body: Body = EMPTY_BODY;
     let wire: WireBody | undefined;
     if (head.bodyKind === BODY_LENGTH) {
@@ -336,10 +354,12 @@ class ServerConn implements BodyOwner {
       wire = new ChunkedBody(this.reader, this, this.limits, 400);
     }
     if (wire !== undefined) body = wire;
+    this.#wire = wire;
     this.#expectPending = head.expectContinue;
     this.#responseStarted = false;
     this.#bodyCancelled = false;
-    const req: HttpRequest = {
+    this.#ctrl = new AbortController();
+    return {
       method: head.method,
       scheme: head.scheme,
       authority: head.authority,
@@ -348,15 +368,15 @@ class ServerConn implements BodyOwner {
       headers: head.headers,
       body,
     };
-    const ctrl = new AbortController();
-    this.#ctrl = ctrl;
-    let res: HttpResponse;
-    try {
-      res = await this.service(req, ctrl.signal);
-    } catch (e) {
-      if (!this.#closed) this.#report(e);
-      res = errorResponse(e);
-    }
+  }
+
+  /**
+   * Writes the service's response; whether the connection goes on to another request, or a
+   * promise of that when the write or the drain of an unread request body has to wait.
+   */
+  #respond(head: RequestHead, res: HttpResponse): boolean | Promise<boolean> {
+    const wire = this.#wire;
+    this.#wire = undefined;
     // A request body the client framed wrongly is the client's error, whatever the service made
     // of the broken upload (a proxy sees its upstream reset): answer it as a bad head is answered.
     const bodyError = wire?.failure;
@@ -386,20 +406,50 @@ class ServerConn implements BodyOwner {
       res.upgrade.destroy();
     }
 
+    this.#keep = keep && !this.#bodyCancelled;
+    let written: Promise<void> | undefined;
     try {
-      keep = await this.#writeResponse(head, res, keep && !this.#bodyCancelled);
+      written = this.#writeResponse(head, res);
     } catch (e) {
-      if (!this.#closed) this.#report(e);
-      this.#ctrl = undefined;
-      this.sock.destroy();
+      this.#writeFailed(e);
       return false;
     }
+    if (written !== undefined) return this.#respondLater(written, wire, this.#keep);
+    return this.#afterResponse(wire, this.#keep);
+  }
+
+  async #respondLater(written: Promise<void>, wire: WireBody | undefined, keep: boolean): Promise<boolean> {
+    try {
+      await written;
+    } catch (e) {
+      this.#writeFailed(e);
+      return false;
+    }
+    const more = this.#afterResponse(wire, keep);
+    return more === true || (more !== false && await more);
+  }
+
+  #writeFailed(e: unknown): void {
+    if (!this.#closed) this.#report(e);
+    this.#ctrl = undefined;
+    this.sock.destroy();
+  }
+
+  /** After the response was written: drain what is left of the request body, or close. */
+  #afterResponse(wire: WireBody | undefined, keep: boolean): boolean | Promise<boolean> {
     this.#ctrl = undefined;
     if (wire !== undefined && !wire.finished) {
-      if (!keep || !(await this.#drain(wire))) {
+      if (!keep) {
         this.#close();
         return false;
       }
+      return this.#drain(wire).then((drained) => {
+        if (!drained || this.#bodyCancelled) {
+          this.#close();
+          return false;
+        }
+        return true;
+      });
     }
     if (!keep || this.#bodyCancelled) {
       this.#close();
@@ -408,7 +458,12 @@ class ServerConn implements BodyOwner {
     return true;
   }
 
-  async #writeResponse(head: RequestHead, res: HttpResponse, keep: boolean): Promise<boolean> {
+  /**
+   * Writes the response head and body (undefined when done at once, else a promise). `#keep` says
+   * whether the connection may stay open; a response framed by close clears it.
+   */
+  #writeResponse(head: RequestHead, res: HttpResponse): Promise<void> | undefined {
+    let keep = this.#keep;
     let status = res.status;
     if (status < 200) {
       res.body.cancel();
@@ -427,10 +482,10 @@ class ServerConn implements BodyOwner {
     } else if (head.version === "HTTP/1.1") frame = FRAME_CHUNKED;
     else {
       frame = FRAME_CLOSE;
-      keep = false;
+      keep = this.#keep = false;
     }
     const connection = !keep ? "close" : head.version === "HTTP/1.0" ? "keep-alive" : undefined;
-    let h: string;
+    let h: Uint8Array;
     try {
       h = responseHead(status, res.headers, frame, length, connection);
     } catch (e) {
@@ -441,9 +496,9 @@ class ServerConn implements BodyOwner {
       frame = FRAME_LENGTH;
       h = responseHead(res.status, res.headers, frame, res.body.length!, connection);
     }
-    await writeMessage(this.sock, this.out, h, res.body, frame, head.teTrailers);
+    const w = writeMessage(this.sock, this.out, h, res.body, frame, head.teTrailers);
     if (noBody) res.body.cancel();
-    return keep;
+    return w;
   }
 
   /** Reads and drops the rest of an unread request body, if it is small; false if it was not. */
@@ -477,7 +532,7 @@ class ServerConn implements BodyOwner {
     this.#deadline = 0;
     this.#closing = true;
     const value = res.headers.get("upgrade") ?? head.headers.get("upgrade")!;
-    let h: string;
+    let h: Uint8Array;
     try {
       h = responseHead(101, res.headers, FRAME_NONE, 0, undefined, value);
     } catch (e) {

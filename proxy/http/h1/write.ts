@@ -91,23 +91,94 @@ function skipAlways(n: string): boolean {
   return false;
 }
 
-function fieldLines(headers: HeaderList, keepLength: boolean): string {
-  let h = "";
+/** Bytes of the field lines `putFields` writes, after checking each field. */
+function fieldBytes(headers: HeaderList, keepLength: boolean): number {
+  let n = 0;
   const r = headers.raw;
   for (let i = 0; i < r.length; i += 2) {
-    const n = r[i];
-    if (skipAlways(n) || (n === "content-length" && !keepLength)) continue;
+    const name = r[i];
+    if (skipAlways(name) || (name === "content-length" && !keepLength)) continue;
     const v = r[i + 1];
-    checkField(n, v);
-    h += n + ": " + v + "\r\n";
+    checkField(name, v);
+    n += name.length + v.length + 4;
   }
-  return h;
+  return n;
 }
 
-function framingLines(frame: number, length: number): string {
-  if (frame === FRAME_LENGTH) return "content-length: " + length + "\r\n";
-  if (frame === FRAME_CHUNKED) return "transfer-encoding: chunked\r\n";
-  return "";
+// Heads are written straight into their buffer: building them as strings first left a rope of
+// concatenations and a flattened copy behind per message. Every char was checked to be latin1
+// (or is a constant), so one byte per char is what a latin1 encoding would give.
+
+/** Writes `s` at `off`; returns the offset after it. */
+function put(buf: Uint8Array, off: number, s: string): number {
+  for (let i = 0; i < s.length; i++) buf[off++] = s.charCodeAt(i);
+  return off;
+}
+
+function putFields(buf: Uint8Array, off: number, headers: HeaderList, keepLength: boolean): number {
+  const r = headers.raw;
+  for (let i = 0; i < r.length; i += 2) {
+    const name = r[i];
+    if (skipAlways(name) || (name === "content-length" && !keepLength)) continue;
+    off = put(buf, off, name);
+    buf[off++] = 58; // ":"
+    buf[off++] = 32;
+    off = put(buf, off, r[i + 1]);
+    buf[off++] = 13;
+    buf[off++] = 10;
+  }
+  return off;
+}
+
+function decimalDigits(n: number): number {
+  let d = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    d++;
+  }
+  return d;
+}
+
+/** Writes the non-negative integer `n` in decimal at `off`; returns the offset after it. */
+function putDecimal(buf: Uint8Array, off: number, n: number): number {
+  const end = off + decimalDigits(n);
+  let p = end;
+  do {
+    buf[--p] = 48 + (n % 10);
+    n = Math.floor(n / 10);
+  } while (n > 0);
+  return end;
+}
+
+const CONTENT_LENGTH = "content-length: ";
+const CHUNKED = "transfer-encoding: chunked\r\n";
+
+function framingBytes(frame: number, length: number): number {
+  if (frame === FRAME_LENGTH) return CONTENT_LENGTH.length + decimalDigits(length) + 2;
+  if (frame === FRAME_CHUNKED) return CHUNKED.length;
+  return 0;
+}
+
+function putFraming(buf: Uint8Array, off: number, frame: number, length: number): number {
+  if (frame === FRAME_LENGTH) {
+    off = putDecimal(buf, put(buf, off, CONTENT_LENGTH), length);
+    buf[off++] = 13;
+    buf[off++] = 10;
+  } else if (frame === FRAME_CHUNKED) off = put(buf, off, CHUNKED);
+  return off;
+}
+
+const UPGRADE = "upgrade: ";
+const CONNECTION_UPGRADE = "\r\nconnection: upgrade\r\n";
+const CONNECTION = "connection: ";
+const HTTP11_HOST = " HTTP/1.1\r\nhost: ";
+const TE_UPGRADE = "\r\nte: trailers\r\nconnection: upgrade, te\r\n";
+const TE = "te: trailers\r\nconnection: te\r\n";
+
+/** The head, after checking its computed length against what was written (a bug guard). */
+function checkWritten(buf: Uint8Array, off: number): Uint8Array {
+  if (off !== buf.length) throw new Error(`head writer: wrote ${off} of ${buf.length} bytes`);
+  return buf;
 }
 
 /**
@@ -122,54 +193,79 @@ export function responseHead(
   length: number,
   connection: string | undefined,
   upgrade?: string,
-): string {
-  let h = statusLine(status) + fieldLines(headers, frame === FRAME_NONE && status !== 204) +
-    framingLines(frame, length);
+): Uint8Array {
+  const line = statusLine(status);
+  const keepLength = frame === FRAME_NONE && status !== 204;
+  let n = line.length + fieldBytes(headers, keepLength) + framingBytes(frame, length) + 2;
   if (upgrade !== undefined) {
     checkField("upgrade", upgrade);
-    h += "upgrade: " + upgrade + "\r\nconnection: upgrade\r\n";
-  } else if (connection !== undefined) h += "connection: " + connection + "\r\n";
-  return h + "\r\n";
+    n += UPGRADE.length + upgrade.length + CONNECTION_UPGRADE.length;
+  } else if (connection !== undefined) n += CONNECTION.length + connection.length + 2;
+  const buf = Buffer.allocUnsafe(n);
+  let off = putFraming(buf, putFields(buf, put(buf, 0, line), headers, keepLength), frame, length);
+  if (upgrade !== undefined) {
+    off = put(buf, put(buf, put(buf, off, UPGRADE), upgrade), CONNECTION_UPGRADE);
+  } else if (connection !== undefined) {
+    off = put(buf, put(buf, off, CONNECTION), connection);
+    buf[off++] = 13;
+    buf[off++] = 10;
+  }
+  buf[off++] = 13;
+  buf[off++] = 10;
+  return checkWritten(buf, off);
 }
 
 /** A request head in origin form, Host from `authority`. */
-export function requestHead(req: HttpRequest, frame: number, length: number): string {
+export function requestHead(req: HttpRequest, frame: number, length: number): Uint8Array {
   const path = req.path.length === 0 ? "/" : req.path;
   if (BAD_VALUE.test(path) || path.indexOf(" ") >= 0) throw new Error("cannot write request: invalid path");
-  if (!isToken(req.method)) {
-    throw new Error(`cannot write request: invalid method "${req.method.slice(0, 32)}"`);
+  const method = req.method;
+  if (!isToken(method)) {
+    throw new Error(`cannot write request: invalid method "${method.slice(0, 32)}"`);
   }
   const authority = req.authority;
   if (BAD_VALUE.test(authority)) throw new Error("cannot write request: invalid authority");
-  let h = req.method + " " + path + " HTTP/1.1\r\nhost: " + authority + "\r\n" +
-    fieldLines(req.headers, false) + framingLines(frame, length);
-  const up = req.headers.get("upgrade");
-  const te = req.headers.get("te") === "trailers";
+  const headers = req.headers;
+  let n = method.length + 1 + path.length + HTTP11_HOST.length + authority.length + 2 +
+    fieldBytes(headers, false) + framingBytes(frame, length) + 2;
+  const up = headers.get("upgrade");
+  const te = headers.get("te") === "trailers";
   if (up !== undefined) {
     checkField("upgrade", up);
-    h += "upgrade: " + up +
-      (te ? "\r\nte: trailers\r\nconnection: upgrade, te\r\n" : "\r\nconnection: upgrade\r\n");
-  } else if (te) h += "te: trailers\r\nconnection: te\r\n";
-  return h + "\r\n";
-}
-
-const encoder = new TextEncoder();
-
-/** The head as bytes with room for `extra` more bytes after it. */
-function headBytes(head: string, extra: number): Uint8Array {
-  const buf = Buffer.allocUnsafe(head.length + extra);
-  const { read, written } = encoder.encodeInto(head, buf);
-  if (read === head.length && written === head.length) return buf;
-  // Non-ASCII (obs-text) values: one byte per char, as they were received.
-  const lat = Buffer.from(head, "latin1");
-  if (extra === 0) return lat;
-  const out = Buffer.allocUnsafe(lat.length + extra);
-  out.set(lat, 0);
-  return out;
+    n += UPGRADE.length + up.length + (te ? TE_UPGRADE.length : CONNECTION_UPGRADE.length);
+  } else if (te) n += TE.length;
+  const buf = Buffer.allocUnsafe(n);
+  let off = put(buf, 0, method);
+  buf[off++] = 32;
+  off = put(buf, put(buf, put(buf, off, path), HTTP11_HOST), authority);
+  buf[off++] = 13;
+  buf[off++] = 10;
+  off = putFraming(buf, putFields(buf, off, headers, false), frame, length);
+  if (up !== undefined) {
+    off = put(buf, put(buf, put(buf, off, UPGRADE), up), te ? TE_UPGRADE : CONNECTION_UPGRADE);
+  } else if (te) off = put(buf, off, TE);
+  buf[off++] = 13;
+  buf[off++] = 10;
+  return checkWritten(buf, off);
 }
 
 const CRLF = new Uint8Array([13, 10]);
 const LAST_CHUNK = new Uint8Array([48, 13, 10, 13, 10]); // "0\r\n\r\n"
+const HEX = "0123456789abcdef";
+
+/** The size line of a chunk of `n` (> 0) bytes: hex digits and CRLF. */
+function chunkSizeLine(n: number): Uint8Array {
+  let d = 1;
+  for (let x = n; x >= 16; x = Math.floor(x / 16)) d++;
+  const buf = Buffer.allocUnsafe(d + 2);
+  buf[d] = 13;
+  buf[d + 1] = 10;
+  for (let p = d - 1; p >= 0; p--) {
+    buf[p] = HEX.charCodeAt(n % 16);
+    n = Math.floor(n / 16);
+  }
+  return buf;
+}
 
 /** Resolves when `sock` can take more, or has closed (the next write then fails). */
 export function drained(sock: Duplex): Promise<void> {
@@ -185,19 +281,19 @@ export function drained(sock: Duplex): Promise<void> {
 }
 
 /**
- * Pending output: a head string and chunks, flushed as one write when small. Reused per
- * connection so a request costs no extra allocations beyond the bytes themselves.
+ * Pending output: a head and chunks, flushed as one write when small. Reused per connection so a
+ * request costs no extra allocations beyond the bytes themselves.
  */
 export class Outbox {
-  #head = "";
+  #head: Uint8Array | undefined = undefined;
   #parts: Uint8Array[] = [];
   #bytes = 0;
 
   get pendingBytes(): number {
-    return this.#head.length + this.#bytes;
+    return (this.#head === undefined ? 0 : this.#head.length) + this.#bytes;
   }
 
-  setHead(head: string): void {
+  setHead(head: Uint8Array): void {
     this.#head = head;
   }
 
@@ -207,7 +303,7 @@ export class Outbox {
   }
 
   pushChunk(c: Uint8Array): void {
-    this.push(Buffer.from(c.length.toString(16) + "\r\n", "latin1"));
+    this.push(chunkSizeLine(c.length));
     this.push(c);
     this.push(CRLF);
   }
@@ -215,26 +311,24 @@ export class Outbox {
   /** Writes everything pending; false when the socket asks to wait for 'drain'. */
   flush(sock: Duplex): boolean {
     const head = this.#head;
+    const headLength = head === undefined ? 0 : head.length;
     const parts = this.#parts;
     const n = parts.length;
     const bytes = this.#bytes;
-    if (head.length === 0 && n === 0) return true;
+    if (headLength === 0 && n === 0) return true;
     if (sock.destroyed) throw new Error("connection closed while writing");
     let ok: boolean;
-    if (head.length + bytes <= COALESCE_BYTES) {
+    if (headLength + bytes <= COALESCE_BYTES) {
       let buf: Uint8Array;
-      let off: number;
-      if (head.length > 0) {
-        buf = headBytes(head, bytes);
-        off = buf.length - bytes;
-      } else if (n === 1) {
-        buf = parts[0];
-        off = buf.length;
-      } else {
-        buf = Buffer.allocUnsafe(bytes);
-        off = 0;
-      }
-      if (off < buf.length) {
+      if (n === 0) buf = head!;
+      else if (headLength === 0 && n === 1) buf = parts[0];
+      else {
+        buf = Buffer.allocUnsafe(headLength + bytes);
+        let off = 0;
+        if (headLength > 0) {
+          buf.set(head!, 0);
+          off = headLength;
+        }
         for (let i = 0; i < n; i++) {
           buf.set(parts[i], off);
           off += parts[i].length;
@@ -244,18 +338,18 @@ export class Outbox {
     } else {
       // Large pieces are not copied; cork so they still leave in one writev.
       sock.cork();
-      ok = head.length > 0 ? sock.write(headBytes(head, 0)) : true;
+      ok = headLength > 0 ? sock.write(head!) : true;
       for (let i = 0; i < n; i++) ok = sock.write(parts[i]);
       sock.uncork();
     }
-    this.#head = "";
+    this.#head = undefined;
     parts.length = 0;
     this.#bytes = 0;
     return ok;
   }
 
   clear(): void {
-    this.#head = "";
+    this.#head = undefined;
     this.#parts.length = 0;
     this.#bytes = 0;
   }
@@ -273,35 +367,71 @@ function trailerSection(trailers: HeaderList | undefined): string {
   return t;
 }
 
+/** How `writeRest` starts: after a full socket, after `readNow` found nothing, or neither. */
+const AFTER_FULL = 0, AFTER_EMPTY = 1, AFTER_HEAD = 2;
+
 /**
- * Writes a head and then the body, framed by `frame`. Resolves when all was handed to the socket;
- * rejects if the body fails, has the wrong length, or the socket closes (the caller then destroys
- * the connection: HTTP/1 can only signal a broken message by closing). FRAME_NONE writes no body
- * bytes and leaves the body alone.
+ * Writes a head and then the body, framed by `frame`. Returns undefined when all was handed to the
+ * socket at once (the common case: a body already in memory or buffered), else a promise of that.
+ * Throws or rejects if the body fails, has the wrong length, or the socket closes (the caller then
+ * destroys the connection: HTTP/1 can only signal a broken message by closing). FRAME_NONE writes
+ * no body bytes and leaves the body alone.
  */
-export async function writeMessage(
+export function writeMessage(
   sock: Duplex,
   out: Outbox,
-  head: string,
+  head: Uint8Array,
   body: Body,
   frame: number,
   sendTrailers: boolean,
-): Promise<void> {
+): Promise<void> | undefined {
   out.setHead(head);
   if (frame === FRAME_NONE || body.length === 0) {
     out.flush(sock);
-    return;
+    return undefined;
   }
-  const canReadNow = body.readNow !== undefined;
   const expected = frame === FRAME_LENGTH ? body.length! : -1;
-  let sent = 0;
-  // Bodies of unknown length may be streams that start later (gRPC, server-sent events): their
-  // head goes out at once. In-memory bodies of known length join their head in one write.
-  if (!canReadNow && frame !== FRAME_LENGTH) {
-    if (!out.flush(sock)) await drained(sock);
+  if (body.readNow === undefined) {
+    // Bodies of unknown length may be streams that start later (gRPC, server-sent events): their
+    // head goes out at once. In-memory bodies of known length join their head in one write.
+    const after = frame !== FRAME_LENGTH && !out.flush(sock) ? AFTER_FULL : AFTER_HEAD;
+    return writeRest(sock, out, body, frame, sendTrailers, expected, 0, after);
   }
+  let sent = 0;
   for (;;) {
-    let c: Uint8Array | null | undefined = canReadNow ? body.readNow!() : undefined;
+    const c = body.readNow();
+    if (c === undefined) return writeRest(sock, out, body, frame, sendTrailers, expected, sent, AFTER_EMPTY);
+    if (c === null) break;
+    if (c.length === 0) continue;
+    sent += c.length;
+    if (expected >= 0 && sent > expected) throw new Error(`body is longer than its length ${expected}`);
+    if (frame === FRAME_CHUNKED) out.pushChunk(c);
+    else out.push(c);
+    if (out.pendingBytes >= COALESCE_BYTES && !out.flush(sock)) {
+      return writeRest(sock, out, body, frame, sendTrailers, expected, sent, AFTER_FULL);
+    }
+  }
+  endBody(sock, out, body, frame, sendTrailers, expected, sent);
+  return undefined;
+}
+
+/** `writeMessage` once it has to wait: for 'drain' (`AFTER_FULL`) or for body bytes. */
+async function writeRest(
+  sock: Duplex,
+  out: Outbox,
+  body: Body,
+  frame: number,
+  sendTrailers: boolean,
+  expected: number,
+  sent: number,
+  after: number,
+): Promise<void> {
+  if (after === AFTER_FULL) await drained(sock);
+  const canReadNow = body.readNow !== undefined;
+  let skipReadNow = after === AFTER_EMPTY;
+  for (;;) {
+    let c: Uint8Array | null | undefined = canReadNow && !skipReadNow ? body.readNow!() : undefined;
+    skipReadNow = false;
     if (c === undefined) {
       if (out.pendingBytes > 0 && !out.flush(sock)) await drained(sock);
       c = await body.read();
@@ -314,6 +444,18 @@ export async function writeMessage(
     else out.push(c);
     if (out.pendingBytes >= COALESCE_BYTES && !out.flush(sock)) await drained(sock);
   }
+  endBody(sock, out, body, frame, sendTrailers, expected, sent);
+}
+
+function endBody(
+  sock: Duplex,
+  out: Outbox,
+  body: Body,
+  frame: number,
+  sendTrailers: boolean,
+  expected: number,
+  sent: number,
+): void {
   if (expected >= 0 && sent !== expected) throw new Error(`body ended after ${sent} of ${expected} bytes`);
   if (frame === FRAME_CHUNKED) {
     const t = sendTrailers ? trailerSection(body.trailers) : "";
