@@ -1,5 +1,5 @@
 /** Mapping of HTTP method names to the `io.linkerd.proxy.http_types.HttpMethod` wire form. */
-import { type HttpMethod, HttpMethod_Registered } from "./gen/http_types.ts";
+import { type HttpMethod, HttpMethod_Registered } from "./gen_messages/http_types.ts";
 
 const REGISTERED: Record<string, HttpMethod_Registered> = {
   GET: HttpMethod_Registered.GET,

@@ -3,7 +3,7 @@
  * fixed32 whose most significant byte is the first octet, IPv6 as two fixed64 halves (first = the
  * high 8 octets, big-endian).
  */
-import type { IPAddress, IPNetwork, TcpAddress } from "./gen/net.ts";
+import type { IPAddress, IPNetwork, TcpAddress } from "./gen_messages/net.ts";
 
 export class IpParseError extends Error {
   override name = "IpParseError";

@@ -3,7 +3,7 @@
  * negotiated with ALPN `transport.l5d.io/v1`: the preface, a u32 big-endian length, then a
  * protobuf `Header` naming the real target port (and, for gateways, the target name).
  */
-import { Header } from "./gen/transport_header.ts";
+import { Header } from "./gen_messages/transport_header.ts";
 import { decodeMessage } from "./decode.ts";
 
 export const TRANSPORT_HEADER_ALPN = "transport.l5d.io/v1";

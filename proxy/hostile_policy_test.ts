@@ -16,7 +16,7 @@
  *   7009 http  detect + routes, server authorization only for an identity c does not have
  */
 import assert from "node:assert/strict";
-import type { Authz, HttpRoute, Server } from "../proto/gen/inbound.ts";
+import type { Authz, HttpRoute, Server } from "../proto/gen_messages/inbound.ts";
 import { ProxyEnv } from "../proto/env.ts";
 import { toIpAddress } from "../proto/ip.ts";
 import { DETECT_HTTP1_CORPUS } from "./http/detect_corpus.ts";

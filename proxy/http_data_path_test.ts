@@ -26,7 +26,7 @@ import {
 import { MeshFixture, workloadOf } from "./testing/mesh_fixture.ts";
 import { identityOf as ID } from "./testing/mesh_pods.ts";
 import { msDuration } from "./core/duration.ts";
-import type { HttpRouteMatch } from "../proto/gen/http_route.ts";
+import type { HttpRouteMatch } from "../proto/gen_messages/http_route.ts";
 import { metric, until } from "./testing/poll.ts";
 import { detectHttp } from "./http/detect.ts";
 import { HOSTILE_CORPUS } from "./http/h1/hostile_corpus.ts";

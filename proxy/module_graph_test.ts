@@ -11,6 +11,8 @@ const FORBIDDEN_NPM_PACKAGES: Record<string, string> = {
   "tsyringe": "dependency injection for @peculiar/x509, needs reflect-metadata",
   "asn1js": "the ASN.1 library under @peculiar/x509",
   "prom-client": "~3.5 MiB; the proxy has its own registry and exposition (metrics/registry.ts)",
+  "@grpc/grpc-js":
+    "5–7 MiB with node:http2 and the generated clients; control-plane gRPC runs on the proxy's own HTTP/2 client (grpc/)",
 };
 
 interface DenoInfo {

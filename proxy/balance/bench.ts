@@ -6,7 +6,7 @@
  *
  *   npx --yes deno@2.9.6 run -A proxy/balance/bench.ts
  */
-import type { HttpRoute } from "../../proto/gen/outbound.ts";
+import type { HttpRoute } from "../../proto/gen_messages/outbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 import { compileHttpServer, HttpAuthorizer } from "../inbound/http/authorize.ts";
 import { compileOutboundPolicy } from "../route/outbound.ts";

@@ -2,7 +2,7 @@
  * Balancer options from the outbound policy: a `Backend`'s peak-EWMA parameters and queue, and the
  * protocol's `FailureAccrual`. Missing optional values take Linkerd's defaults.
  */
-import type { Backend, ExponentialBackoff, FailureAccrual } from "../../proto/gen/outbound.ts";
+import type { Backend, ExponentialBackoff, FailureAccrual } from "../../proto/gen_messages/outbound.ts";
 import type { Backoff } from "../config/config.ts";
 import { durationMs } from "../core/duration.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig, type QueueConfig } from "./balancer.ts";

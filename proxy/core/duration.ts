@@ -1,5 +1,5 @@
 /** `google.protobuf.Duration` → milliseconds, as route, balancer and retry configs need it. */
-import type { Duration } from "../../proto/gen/google/protobuf/duration.ts";
+import type { Duration } from "../../proto/gen_messages/google/protobuf/duration.ts";
 
 /** Milliseconds (fractional) of `d`, or undefined when unset. Negative durations are errors. */
 export function durationMs(d: Duration | undefined, what: string): number | undefined {

@@ -3,15 +3,14 @@
  * InboundServerPolicies.WatchPort (per port), OutboundPolicies.Watch (per original destination)
  * Destination.Get (per path) and Destination.GetProfile (per original destination).
  */
-import * as grpc from "@grpc/grpc-js";
 import {
-  DestinationClient,
+  DestinationDefinition,
   type DestinationProfile,
   type Update,
   type WeightedAddr,
-} from "../../proto/gen/destination.ts";
-import { InboundServerPoliciesClient, type Server } from "../../proto/gen/inbound.ts";
-import { OutboundPoliciesClient, type OutboundPolicy } from "../../proto/gen/outbound.ts";
+} from "../../proto/gen_messages/destination.ts";
+import { InboundServerPoliciesDefinition, type Server } from "../../proto/gen_messages/inbound.ts";
+import { OutboundPoliciesDefinition, type OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
@@ -26,10 +25,12 @@ import {
 import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "../inbound/http/authorize.ts";
 import type { Log } from "../log.ts";
 import { InboundPolicyMetrics } from "../metrics/policy_metrics.ts";
-import { controlChannelOptions, controlCredentials, controlTarget, runStream } from "./control_client.ts";
+import type { GrpcChannel } from "../grpc/channel.ts";
+import { methodOf } from "../grpc/client.ts";
+import { Status as S } from "../grpc/status.ts";
+import { controlChannel, runStream } from "./control_client.ts";
 import { SharedWatch, type SharedWatchOptions } from "./shared_watch.ts";
 
-const S = grpc.status;
 const NO_RETRY = new Set([S.INVALID_ARGUMENT, S.FAILED_PRECONDITION]);
 const OUTBOUND_NO_RETRY = new Set([S.INVALID_ARGUMENT, S.FAILED_PRECONDITION, S.NOT_FOUND, S.UNIMPLEMENTED]);
 
@@ -48,6 +49,11 @@ export interface DiscoveryOptions {
   /** Invalid inbound policies are logged here (warn), and the recovery (info). */
   log?: Log;
 }
+
+const WATCH_PORT = methodOf(InboundServerPoliciesDefinition, "watchPort");
+const WATCH_OUTBOUND = methodOf(OutboundPoliciesDefinition, "watch");
+const GET = methodOf(DestinationDefinition, "get");
+const GET_PROFILE = methodOf(DestinationDefinition, "getProfile");
 
 /**
  * A port's Server policy, compiled once per update for both uses: connection-level authorization
@@ -152,31 +158,19 @@ export class Discovery {
   readonly destination: SharedWatch<string, Update, EndpointSet>;
   /** Keyed by `ip:port` of the original destination, as the proxy asks (each message replaces the last). */
   readonly profile: SharedWatch<string, DestinationProfile, DestinationProfile>;
-  #clients: grpc.Client[] = [];
+  #channels: GrpcChannel[] = [];
 
   constructor(o: DiscoveryOptions) {
-    const policyClient = new InboundServerPoliciesClient(
-      controlTarget(o.policy),
-      controlCredentials(o.policy, o.store),
-      controlChannelOptions(o.policy, o.backoff),
-    );
-    const outboundClient = new OutboundPoliciesClient(
-      controlTarget(o.policy),
-      controlCredentials(o.policy, o.store),
-      controlChannelOptions(o.policy, o.backoff),
-    );
-    const dstClient = new DestinationClient(
-      controlTarget(o.destination),
-      controlCredentials(o.destination, o.store),
-      controlChannelOptions(o.destination, o.backoff),
-    );
-    this.#clients.push(policyClient, outboundClient, dstClient);
+    // One channel per service: inbound and outbound policy watches share the policy connections.
+    const policy = controlChannel(o.policy, o.store, o.backoff, { log: o.log });
+    const dst = controlChannel(o.destination, o.store, o.backoff, { log: o.log });
+    this.#channels.push(policy.channel, dst.channel);
     const policyMetrics = new InboundPolicyMetrics(o.registry ?? new Registry());
     this.inbound = new SharedWatch({
       name: "inbound_policy",
       keyOf: (port) => String(port),
       open: (port, signal, on) =>
-        runStream(policyClient.watchPort({ workload: o.workload, port }), signal, on),
+        runStream(policy.client, WATCH_PORT, { workload: o.workload, port }, signal, on),
       reduce: inboundPolicyReducer(policyMetrics, o.log),
       terminalCodes: NO_RETRY,
       idleMs: o.inboundIdleMs,
@@ -188,10 +182,9 @@ export class Discovery {
       keyOf: (t) => addrKey(t.ip, t.port),
       open: (t, signal, on) =>
         runStream(
-          outboundClient.watch({
-            sourceWorkload: o.workload,
-            target: { $case: "addr", value: toTcpAddress(t.ip, t.port) },
-          }),
+          policy.client,
+          WATCH_OUTBOUND,
+          { sourceWorkload: o.workload, target: { $case: "addr", value: toTcpAddress(t.ip, t.port) } },
           signal,
           on,
         ),
@@ -210,7 +203,7 @@ export class Discovery {
       name: "destination",
       keyOf: (p) => p,
       open: (path, signal, on) =>
-        runStream(dstClient.get({ scheme: "", path, contextToken: o.contextToken }), signal, on),
+        runStream(dst.client, GET, { scheme: "", path, contextToken: o.contextToken }, signal, on),
       reduce: reduceDestination,
       terminalCodes: NO_RETRY,
       idleMs: o.outboundIdleMs,
@@ -221,7 +214,7 @@ export class Discovery {
       name: "profile",
       keyOf: (p) => p,
       open: (path, signal, on) =>
-        runStream(dstClient.getProfile({ scheme: "", path, contextToken: o.contextToken }), signal, on),
+        runStream(dst.client, GET_PROFILE, { scheme: "", path, contextToken: o.contextToken }, signal, on),
       reduce: (_prev, msg) => msg,
       terminalCodes: NO_RETRY,
       idleMs: o.outboundIdleMs,
@@ -235,6 +228,6 @@ export class Discovery {
     this.outbound.close();
     this.destination.close();
     this.profile.close();
-    for (const c of this.#clients) c.close();
+    for (const c of this.#channels) void c.close();
   }
 }

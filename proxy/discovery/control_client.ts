@@ -1,68 +1,96 @@
 /**
- * gRPC channels to the control plane: plaintext h2c for loopback addresses (the control plane's
- * own sidecar terminates mesh TLS), TLS with SNI = the service's identity otherwise.
+ * gRPC channels to the control plane, over the proxy's own HTTP/2 client (proxy/grpc/): plaintext
+ * h2c for loopback addresses (the control plane's own sidecar terminates mesh TLS), otherwise mesh
+ * TLS with SNI = the service's identity, presenting this proxy's certificate and requiring the
+ * server's.
  */
-import * as grpc from "@grpc/grpc-js";
+import type * as net from "node:net";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
+import type { Log } from "../log.ts";
+import { GrpcChannel } from "../grpc/channel.ts";
+import { GrpcClient, type Method } from "../grpc/client.ts";
+import { untilAborted } from "../grpc/abortable.ts";
+import { dnsResolve, type Endpoint, type Resolve } from "../grpc/resolve.ts";
+import { connectTcp } from "../transport/connect.ts";
+import { type ConnectedTls, MeshTls } from "../transport/tls.ts";
 import type { StreamEnd } from "./shared_watch.ts";
-import { CertStoreProvider } from "./cert_store_provider.ts";
 
 export function controlTarget(svc: ControlService): string {
   const h = svc.addr.host.includes(":") ? `[${svc.addr.host}]` : svc.addr.host.replace(/\.$/, "");
   return `${h}:${svc.addr.port}`;
 }
 
-/**
- * Credentials are resolved per connection from the certificate store: a channel made before the
- * proxy is certified waits for the first certificate, and renewals apply to new connections.
- */
-export function controlCredentials(svc: ControlService, store: CertStore): grpc.ChannelCredentials {
-  if (svc.plaintext) return grpc.credentials.createInsecure();
-  const provider = new CertStoreProvider(store);
-  return grpc.experimental.createCertificateProviderChannelCredentials(provider, provider);
+/** Bound on one connect (TCP, and the TLS handshake) to a controller. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface ControlChannelDeps {
+  /** Replaces DNS (tests: several controller replicas on one loopback). */
+  resolve?: Resolve;
+  log?: Log;
 }
 
 /**
- * grpc-js otherwise sends a DNS TXT query (for a gRPC service config) with every resolution of a
- * control-plane name, straight to the resolver; the control plane publishes none, as in Linkerd.
+ * A channel to one control-plane service. With TLS, connecting waits for the proxy's first
+ * certificate (instead of dialling without one and failing the server's client-certificate
+ * check), and each new connection uses the current one, so renewals apply.
  */
-export const NO_DNS_SERVICE_CONFIG = { "grpc.service_config_disable_resolution": 1 } as const;
-
-export function controlChannelOptions(svc: ControlService, backoff: Backoff): grpc.ChannelOptions {
-  const opts: grpc.ChannelOptions = {
-    "grpc.keepalive_time_ms": 10_000,
-    "grpc.keepalive_timeout_ms": 5_000,
-    // Control-plane Services are headless: after a controller pod is replaced, the old address is
-    // gone, so re-resolve soon after a failure instead of grpc-js's default of every 30 s.
-    "grpc.dns_min_time_between_resolutions_ms": 1000,
-    // The channel's own reconnect pacing follows the proxy's backoff settings.
-    "grpc.initial_reconnect_backoff_ms": backoff.minMs,
-    "grpc.max_reconnect_backoff_ms": backoff.maxMs,
-    ...NO_DNS_SERVICE_CONFIG,
-    // A headless Service resolves to every controller replica: spread the watches over all of
-    // them and skip a dead one at once (grpc-js would otherwise use only the first address).
-    "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-  };
-  if (!svc.plaintext && svc.name) opts["grpc.ssl_target_name_override"] = svc.name;
-  return opts;
+export function controlChannel(
+  svc: ControlService,
+  store: CertStore,
+  backoff: Backoff,
+  deps: ControlChannelDeps = {},
+): { channel: GrpcChannel; client: GrpcClient } {
+  const name = controlTarget(svc);
+  const resolve = deps.resolve ?? dnsResolve(svc.addr.host, svc.addr.port);
+  let connect: (ep: Endpoint, signal: AbortSignal) => Promise<net.Socket>;
+  let ready: ((signal: AbortSignal) => Promise<void>) | undefined;
+  const serverName = svc.name;
+  if (svc.plaintext || serverName === undefined) {
+    connect = (ep) => connectTcp(ep.host, ep.port, CONNECT_TIMEOUT_MS);
+  } else {
+    const tls = new MeshTls(store);
+    ready = (signal) => untilAborted(store.ready, signal);
+    connect = (ep, signal) =>
+      untilAborted(
+        tls.connect({
+          host: ep.host,
+          port: ep.port,
+          serverName,
+          expectedIdentity: serverName,
+          alpn: ["h2"],
+          timeoutMs: CONNECT_TIMEOUT_MS,
+        }),
+        signal,
+        (c: ConnectedTls) => c.socket.destroy(),
+      ).then((c) => c.socket);
+  }
+  const channel = new GrpcChannel({
+    name,
+    resolve,
+    connect,
+    ready,
+    // The reconnect pacing per controller address follows the proxy's backoff settings.
+    backoff,
+    reresolveMinMs: 1000,
+    keepAlive: { intervalMs: 10_000, timeoutMs: 5_000 },
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    log: deps.log,
+  });
+  const client = new GrpcClient(channel.request, {
+    authority: name,
+    scheme: svc.plaintext ? "http" : "https",
+  });
+  return { channel, client };
 }
 
 /** Adapts a server-streaming call to the SharedWatch stream contract. */
-export function runStream<M>(
-  call: grpc.ClientReadableStream<M>,
+export function runStream<Req, Res>(
+  client: GrpcClient,
+  method: Method<Req, Res>,
+  req: Req,
   signal: AbortSignal,
-  onMessage: (m: M) => void,
+  onMessage: (m: Res) => void,
 ): Promise<StreamEnd> {
-  return new Promise((resolve) => {
-    const onAbort = () => call.cancel();
-    signal.addEventListener("abort", onAbort, { once: true });
-    call.on("data", onMessage);
-    // 'error' always precedes 'status' for failed calls; 'status' carries the outcome.
-    call.on("error", () => {});
-    call.on("status", (s: grpc.StatusObject) => {
-      signal.removeEventListener("abort", onAbort);
-      resolve({ code: s.code, details: s.details });
-    });
-  });
+  return client.serverStream(method, req, onMessage, { signal });
 }

@@ -1,18 +1,25 @@
-// Real TLS, real grpc-js on loopback.
+// Control-plane channels with real TLS against a real grpc-js server on loopback.
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import * as net from "node:net";
-import { type CertifyResponse, IdentityClient, IdentityService } from "../../proto/gen/identity.ts";
+import { Buffer } from "node:buffer";
+import { type CertifyResponse, IdentityService } from "../../proto/gen/identity.ts";
+import { IdentityDefinition } from "../../proto/gen_messages/identity.ts";
 import { CertStore } from "../identity/cert_store.ts";
 import { createTestCa } from "../testing/certs.ts";
-import { controlChannelOptions, controlCredentials } from "./control_client.ts";
+import { methodOf } from "../grpc/client.ts";
+import { dnsResolve } from "../grpc/resolve.ts";
+import { GrpcError, Status } from "../grpc/status.ts";
+import { controlChannel } from "./control_client.ts";
 
 const enc = new TextEncoder();
 const SERVER = "weft-destination.weft.serviceaccount.identity.weft.cluster.local";
+const CERTIFY = methodOf(IdentityDefinition, "certify");
+const BACKOFF = { minMs: 50, maxMs: 200, jitter: 0 };
 
-Deno.test("control client: a channel made before certification waits, then presents the client certificate", async () => {
+/** A grpc-js server that requires a client certificate and records the client's SAN per call. */
+async function mtlsServer(serverName: string) {
   const ca = await createTestCa("anchor");
-  const serverCreds = await ca.issue(SERVER);
+  const serverCreds = await ca.issue(serverName);
   const seen: string[] = [];
   const server = new grpc.Server();
   server.addService(IdentityService, {
@@ -22,7 +29,7 @@ Deno.test("control client: a channel made before certification waits, then prese
     ) => {
       const peer = call.getAuthContext?.()?.sslPeerCertificate;
       seen.push(peer?.subjectaltname ?? "none");
-      cb(null, { leafCertificate: new Uint8Array([1]), intermediateCertificates: [] });
+      cb(null, { leafCertificate: new Uint8Array([1]), intermediateCertificates: [], validUntil: undefined });
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
@@ -39,119 +46,65 @@ Deno.test("control client: a channel made before certification waits, then prese
       (e, p) => e ? reject(e) : resolve(p),
     )
   );
+  return { ca, port, seen, close: () => server.forceShutdown() };
+}
+
+const request = { identity: "web", token: new Uint8Array(), certificateSigningRequest: new Uint8Array() };
+
+Deno.test("control client: a channel made before certification waits, then presents the client certificate", async () => {
+  const s = await mtlsServer(SERVER);
   const store = new CertStore();
-  const svc = { addr: { host: "127.0.0.1", port }, name: SERVER, plaintext: false };
-  const client = new IdentityClient(
-    `127.0.0.1:${port}`,
-    controlCredentials(svc as never, store),
-    controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 }),
-  );
+  const svc = { addr: { host: "127.0.0.1", port: s.port }, name: SERVER, plaintext: false };
+  const { channel, client } = controlChannel(svc as never, store, BACKOFF);
   try {
-    const call = new Promise<void>((resolve, reject) =>
-      client.certify(
-        { identity: "web", token: new Uint8Array(), certificateSigningRequest: new Uint8Array() },
-        new grpc.Metadata(),
-        { deadline: Date.now() + 10_000 },
-        (e) => e ? reject(e) : resolve(),
-      )
-    );
-    // Certified only after the call was started: the old code had dialled with no certificate.
+    const call = client.unary(CERTIFY, request, { timeoutMs: 10_000 });
+    // Certified only after the call was started: dialling without a certificate would fail.
     await new Promise((r) => setTimeout(r, 300));
-    assert.equal(seen.length, 0);
-    store.set(await ca.issue("web.demo.serviceaccount.identity.weft.cluster.local"));
-    await call;
-    assert.deepEqual(seen, ["DNS:web.demo.serviceaccount.identity.weft.cluster.local"]);
+    assert.equal(s.seen.length, 0);
+    store.set(await s.ca.issue("web.demo.serviceaccount.identity.weft.cluster.local"));
+    const res = await call;
+    assert.deepEqual(res.leafCertificate, new Uint8Array([1]));
+    assert.deepEqual(s.seen, ["DNS:web.demo.serviceaccount.identity.weft.cluster.local"]);
   } finally {
-    client.close();
-    server.forceShutdown();
+    await channel.close();
+    s.close();
   }
 });
 
-Deno.test("control channels turn off grpc-js's DNS TXT (service config) lookups", () => {
-  // Deno's node:dns ignores per-resolver servers, so the query itself cannot be observed on
-  // loopback here; the option is what grpc-js checks before every TXT lookup.
-  for (const plaintext of [true, false]) {
-    const svc = { addr: { host: "destination.weft.test", port: 8086 }, name: "d.test", plaintext };
-    const opts = controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 });
-    assert.equal(opts["grpc.service_config_disable_resolution"], 1);
-  }
-});
-
-Deno.test("control channels re-resolve a control-plane name within a second of a failure", () => {
-  // Headless Services: a replaced controller pod's address disappears with it.
-  const svc = { addr: { host: "policy.weft.test", port: 8090 }, name: "p.test", plaintext: false };
-  const opts = controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 });
-  assert.ok(Number(opts["grpc.dns_min_time_between_resolutions_ms"]) <= 1000);
-});
-
-Deno.test("control channels spread calls over every controller address and keep going when one is gone", async () => {
-  const calls = [0, 0];
-  const servers: grpc.Server[] = [];
-  const ports: number[] = [];
-  for (const i of [0, 1]) {
-    const server = new grpc.Server();
-    server.addService(IdentityService, {
-      certify: (_c: unknown, cb: (e: null, r: CertifyResponse) => void) => {
-        calls[i]++;
-        cb(null, { leafCertificate: new Uint8Array(), intermediateCertificates: [], validUntil: undefined });
-      },
-    });
-    ports.push(
-      await new Promise<number>((resolve, reject) =>
-        server.bindAsync(
-          "127.0.0.1:0",
-          grpc.ServerCredentials.createInsecure(),
-          (e, p) => e ? reject(e) : resolve(p),
-        )
-      ),
-    );
-    servers.push(server);
-  }
-  // Controller 0 is reached through a TCP relay that the test cuts, as a replaced pod vanishes:
-  // the connection just ends. (A grpc-js server's own shutdown sends GOAWAY, which Deno's
-  // node:http2 client can hang on; in a mesh the controller's proxy closes without one.)
-  const relayed = new Set<net.Socket>();
-  const relay = net.createServer((a) => {
-    const b = net.connect({ host: "127.0.0.1", port: ports[0] });
-    for (const s of [a, b]) {
-      relayed.add(s);
-      s.on("error", () => {});
-    }
-    a.pipe(b).pipe(a);
-  });
-  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
-  const relayPort = (relay.address() as net.AddressInfo).port;
-  const svc = { addr: { host: "127.0.0.1", port: relayPort }, name: "", plaintext: true };
-  // Two addresses for one name, as a headless Service with two replicas resolves.
-  const client = new IdentityClient(
-    `ipv4:127.0.0.1:${relayPort},127.0.0.1:${ports[1]}`,
-    controlCredentials(svc as never, new CertStore()),
-    controlChannelOptions(svc as never, { minMs: 50, maxMs: 200, jitter: 0 }),
-  );
-  const certify = () =>
-    new Promise<void>((resolve, reject) =>
-      client.certify(
-        { identity: "x", token: new Uint8Array(), certificateSigningRequest: new Uint8Array() },
-        new grpc.Metadata(),
-        { deadline: Date.now() + 5000 },
-        (e) => e ? reject(e) : resolve(),
-      )
-    );
+Deno.test("control client: a server without the expected identity is refused, naming both", async () => {
+  const s = await mtlsServer("impostor.weft.serviceaccount.identity.weft.cluster.local");
+  const store = new CertStore();
+  store.set(await s.ca.issue("web.demo.serviceaccount.identity.weft.cluster.local"));
+  const svc = { addr: { host: "127.0.0.1", port: s.port }, name: SERVER, plaintext: false };
+  const { channel, client } = controlChannel(svc as never, store, BACKOFF);
   try {
-    for (let i = 0; i < 10; i++) await certify();
-    assert.ok(calls[0] >= 3 && calls[1] >= 3, `calls per controller: ${calls}`);
-    relay.close();
-    for (const s of relayed) s.destroy();
-    // A call racing the cut may fail once (the proxy's watches retry); once the channel has seen
-    // the connection end, the dead address is skipped.
-    await new Promise((r) => setTimeout(r, 300));
-    const before = calls[1];
-    for (let i = 0; i < 6; i++) await certify();
-    assert.equal(calls[1] - before, 6, "every call went to the controller that is still up");
+    await assert.rejects(
+      client.unary(CERTIFY, request, { timeoutMs: 5000 }),
+      (e) =>
+        e instanceof GrpcError && e.code === Status.UNAVAILABLE && e.details.includes(`want ${SERVER}`) &&
+        e.details.includes("impostor.weft"),
+    );
+    assert.deepEqual(s.seen, [], "no call reached the impostor");
   } finally {
-    client.close();
-    relay.close();
-    for (const s of relayed) s.destroy();
-    for (const s of servers) s.forceShutdown();
+    await channel.close();
+    s.close();
   }
+});
+
+Deno.test("control client: the target's addresses come from the system resolver; an IP is used as is", async () => {
+  assert.deepEqual(await dnsResolve("10.1.2.3", 8086)(AbortSignal.timeout(1000)), [{
+    host: "10.1.2.3",
+    port: 8086,
+  }]);
+  assert.deepEqual(await dnsResolve("[fd00::1]", 8090)(AbortSignal.timeout(1000)), [{
+    host: "fd00::1",
+    port: 8090,
+  }]);
+  const local = await dnsResolve("localhost", 8080)(AbortSignal.timeout(5000));
+  assert.ok(local.length >= 1 && local.every((e) => e.port === 8080), JSON.stringify(local));
+  assert.ok(local.some((e) => e.host === "127.0.0.1" || e.host === "::1"), JSON.stringify(local));
+  await assert.rejects(
+    dnsResolve("no-such-name.invalid.", 1)(AbortSignal.timeout(5000)),
+    /cannot resolve no-such-name\.invalid\./,
+  );
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { WeightedAddr } from "../../proto/gen/destination.ts";
+import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
 import { toTcpAddress } from "../../proto/ip.ts";
 import { reduceDestination } from "./clients.ts";
 

@@ -3,11 +3,20 @@
  * loopback (the control plane is in this pod), otherwise TLS with SNI = the identity service's
  * name, verifying its certificate against the trust anchors and its SAN against that name.
  */
-import * as grpc from "@grpc/grpc-js";
-import { Buffer } from "node:buffer";
-import type { PeerCertificate } from "node:tls";
-import { NO_DNS_SERVICE_CONFIG } from "../discovery/control_client.ts";
-import { type CertifyRequest, type CertifyResponse, IdentityClient } from "../../proto/gen/identity.ts";
+import { GrpcChannel } from "../grpc/channel.ts";
+import { GrpcClient, methodOf } from "../grpc/client.ts";
+import { dnsResolve } from "../grpc/resolve.ts";
+import { connectTcp } from "../transport/connect.ts";
+import { connectServerAuthTls } from "../transport/tls.ts";
+import { untilAborted } from "../grpc/abortable.ts";
+import {
+  type CertifyRequest,
+  type CertifyResponse,
+  IdentityDefinition,
+} from "../../proto/gen_messages/identity.ts";
+
+const CERTIFY = methodOf(IdentityDefinition, "certify");
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** 127.0.0.0/8, ::1, or exactly `localhost.` (with the dot), as the proxy's `is_loopback`. */
 export function isLoopbackAddr(addr: string): boolean {
@@ -36,50 +45,43 @@ export interface CertifyClient {
 export function createCertifyClient(
   opts: { svcAddr: string; svcName?: string; trustAnchorsPem: string },
 ): CertifyClient {
-  let client: IdentityClient;
-  // grpc-js resolves `localhost.` poorly; it is loopback by definition, so dial the IP.
-  const target = opts.svcAddr.replace(/^localhost\.:/, "127.0.0.1:");
-  if (isLoopbackAddr(opts.svcAddr)) {
-    client = new IdentityClient(target, grpc.credentials.createInsecure());
-  } else {
-    const name = opts.svcName;
-    if (!name) {
-      throw new Error(`identity address "${opts.svcAddr}" is not loopback, so it needs the service name`);
-    }
-    const creds = grpc.credentials.createSsl(
-      Buffer.from(opts.trustAnchorsPem),
-      null,
-      null,
-      {
-        checkServerIdentity: (_host: string, cert: PeerCertificate) => {
-          const sans = (cert.subjectaltname ?? "").split(", ");
-          return sans.includes(`DNS:${name}`) ? undefined : new Error(
-            `identity server certificate names ${cert.subjectaltname ?? "nothing"}, want DNS:${name}`,
-          );
-        },
-      },
-    );
-    client = new IdentityClient(target, creds, {
-      "grpc.ssl_target_name_override": name,
-      "grpc.default_authority": name,
-      // The identity pod can be replaced: re-resolve soon after a failure and keep reconnects quick,
-      // rather than staying on a dead address for grpc-js's default two-minute backoff.
-      "grpc.dns_min_time_between_resolutions_ms": 1000,
-      "grpc.initial_reconnect_backoff_ms": 200,
-      "grpc.max_reconnect_backoff_ms": 5000,
-      ...NO_DNS_SERVICE_CONFIG,
-    });
+  const loopback = isLoopbackAddr(opts.svcAddr);
+  const name = opts.svcName;
+  if (!loopback && !name) {
+    throw new Error(`identity address "${opts.svcAddr}" is not loopback, so it needs the service name`);
   }
+  // `localhost.` is loopback by definition: dial the IP rather than ask a resolver.
+  const host = hostOf(opts.svcAddr).replace(/^localhost\.$/, "127.0.0.1");
+  const port = Number(opts.svcAddr.slice(opts.svcAddr.lastIndexOf(":") + 1));
+  const channel = new GrpcChannel({
+    name: `identity ${opts.svcAddr}`,
+    resolve: dnsResolve(host, port),
+    connect: loopback
+      ? (ep) => connectTcp(ep.host, ep.port, CONNECT_TIMEOUT_MS)
+      : (ep, signal) =>
+        untilAborted(
+          connectServerAuthTls(opts.trustAnchorsPem, {
+            host: ep.host,
+            port: ep.port,
+            serverName: name!,
+            expectedIdentity: name!,
+            alpn: ["h2"],
+            timeoutMs: CONNECT_TIMEOUT_MS,
+          }),
+          signal,
+          (c) => c.socket.destroy(),
+        ).then((c) => c.socket),
+    // The identity pod can be replaced: re-resolve soon after a failure and keep reconnects quick.
+    backoff: { minMs: 200, maxMs: 5000, jitter: 0.2 },
+    reresolveMinMs: 1000,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+  });
+  const client = new GrpcClient(channel.request, {
+    authority: loopback ? opts.svcAddr : name!,
+    scheme: loopback ? "http" : "https",
+  });
   return {
-    certify: (req, timeoutMs) =>
-      new Promise((resolve, reject) =>
-        client.certify(
-          req,
-          new grpc.Metadata(),
-          { deadline: Date.now() + timeoutMs },
-          (err, res) => err ? reject(err) : resolve(res),
-        )
-      ),
-    close: () => client.close(),
+    certify: (req, timeoutMs) => client.unary(CERTIFY, req, { timeoutMs }),
+    close: () => void channel.close(),
   };
 }

@@ -181,7 +181,7 @@ Deno.test("over TLS (non-loopback name) the proxy checks the identity server's c
     assert.equal(wrongName.cert, undefined);
     assert.match(
       wrongName.error!,
-      /identity server certificate names DNS:linkerd-identity\.linkerd\..*, want DNS:linkerd-destination\./,
+      /server presented \["linkerd-identity\.linkerd\..*\], want linkerd-destination\./,
     );
     // A server whose chain does not lead to our anchors is refused as well.
     const otherDir = await Deno.makeTempDir({ prefix: "weft-proxy-identity-other-" });

@@ -2,8 +2,8 @@
  * Connection-level inbound authorization: a port's Server policy (from WatchPort, or the default
  * policy until one arrives) compiled into matchers, and the per-connection decision.
  */
-import type { Authz, Server } from "../../proto/gen/inbound.ts";
-import type { IPNetwork } from "../../proto/gen/net.ts";
+import type { Authz, Server } from "../../proto/gen_messages/inbound.ts";
+import type { IPNetwork } from "../../proto/gen_messages/net.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import { fromIpAddress } from "../../proto/ip.ts";
 import type { Cidr } from "../config/parse.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Server } from "../../proto/gen/inbound.ts";
+import type { Server } from "../../proto/gen_messages/inbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 import { authorize, compileServer, defaultPolicy, PolicyError } from "./authorize.ts";
 

@@ -16,7 +16,7 @@
  */
 import type * as net from "node:net";
 import { parseTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
-import type { Header } from "../../proto/gen/transport_header.ts";
+import type { Header } from "../../proto/gen_messages/transport_header.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import type { Cidr } from "../config/parse.ts";
 import type { Discovery, InboundPortPolicy } from "../discovery/clients.ts";

@@ -9,7 +9,7 @@
  */
 import type * as net from "node:net";
 import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
-import type { OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 import { DetectError, detectProtocol } from "../http/detect.ts";
 import type { OutboundHttp } from "./http/logical.ts";

@@ -4,8 +4,8 @@
  * opaque transport) or anything else (forward as plain TCP). The pure parts read the outbound
  * policy and endpoint metadata; `resolveOutbound` asks the discovery watches, with a deadline.
  */
-import type { WeightedAddr } from "../../proto/gen/destination.ts";
-import type { Backend, OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
+import type { Backend, OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { fromIpAddress } from "../../proto/ip.ts";
 import type { SocketAddr } from "../transport/orig_dst.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { endpointTarget, pickEndpoint, policyBackend } from "./resolve.ts";
 import { fallbackPolicy, meshedEndpoint } from "../testing/control_plane.ts";
-import type { OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 
 const B = "b.ns.serviceaccount.identity.linkerd.cluster.local";
 

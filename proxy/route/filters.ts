@@ -5,11 +5,11 @@
  * know answers 500 (gRPC INTERNAL), as Linkerd's proxy does, rather than silently forwarding.
  */
 import { type Layer, passThrough } from "../http/layer.ts";
-import type { HttpFailureInjector, RequestRedirect } from "../../proto/gen/http_route.ts";
-import type { GrpcFailureInjector } from "../../proto/gen/grpc_route.ts";
-import type { Headers as ProtoHeaders } from "../../proto/gen/http_types.ts";
+import type { HttpFailureInjector, RequestRedirect } from "../../proto/gen_messages/http_route.ts";
+import type { GrpcFailureInjector } from "../../proto/gen_messages/grpc_route.ts";
+import type { Headers as ProtoHeaders } from "../../proto/gen_messages/http_types.ts";
 // The outbound filter kinds are a superset of the inbound ones, so one compiler serves both.
-import type { GrpcRoute_Filter, HttpRoute_Filter } from "../../proto/gen/outbound.ts";
+import type { GrpcRoute_Filter, HttpRoute_Filter } from "../../proto/gen_messages/outbound.ts";
 import type { Rng } from "../core/rng.ts";
 import {
   grpcErrorResponse,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RequestRedirect } from "../../proto/gen/http_route.ts";
+import type { RequestRedirect } from "../../proto/gen_messages/http_route.ts";
 import { seededRng } from "../core/rng.ts";
 import { HeaderList } from "../http/message.ts";
 import { compileHeaderModifier, GrpcFailure, HttpFailure, Redirect, RouteFilters } from "./filters.ts";

@@ -3,7 +3,7 @@
  * compare exactly with the `/service/method` path (empty = any), and the score prefers more
  * characters of service, then of method, then more header matches.
  */
-import type { GrpcRouteMatch } from "../../proto/gen/grpc_route.ts";
+import type { GrpcRouteMatch } from "../../proto/gen_messages/grpc_route.ts";
 import { compileHeaderMatch, headerMatches, type HeaderTest, type Matcher } from "./http_match.ts";
 import type { RequestParts } from "./request_parts.ts";
 

@@ -8,7 +8,7 @@
  * Each matcher yields a numeric score (-1 = no match) so ranking is one comparison per candidate.
  * Regexes must match the whole value (path, header, query), as Gateway API requires.
  */
-import type { HostMatch, HttpRouteMatch } from "../../proto/gen/http_route.ts";
+import type { HostMatch, HttpRouteMatch } from "../../proto/gen_messages/http_route.ts";
 import { httpMethodName } from "./method.ts";
 import { RouteConfigError } from "./meta.ts";
 import type { RequestParts } from "./request_parts.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import type { GrpcRoute } from "../../proto/gen/outbound.ts";
-import type { HostMatch } from "../../proto/gen/http_route.ts";
-import type { HttpRoute, OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { GrpcRoute } from "../../proto/gen_messages/outbound.ts";
+import type { HostMatch } from "../../proto/gen_messages/http_route.ts";
+import type { HttpRoute, OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { RouteConfigError } from "./meta.ts";
 import { compileOutboundPolicy } from "./outbound.ts";
 import {

@@ -5,7 +5,7 @@
  * and override buckets shared by the identities listed with them (an overridden identity skips the
  * per-identity bucket). A bucket holds `rps` tokens (the burst) and refills `rps` per second.
  */
-import type { HttpLocalRateLimit } from "../../proto/gen/inbound.ts";
+import type { HttpLocalRateLimit } from "../../proto/gen_messages/inbound.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 
 class TokenBucket {

@@ -1,5 +1,5 @@
 /** Route and backend identity from `io.linkerd.proxy.meta.Metadata`, for labels and messages. */
-import type { Metadata } from "../../proto/gen/meta.ts";
+import type { Metadata } from "../../proto/gen_messages/meta.ts";
 
 export interface RouteMeta {
   readonly group: string;

@@ -1,5 +1,5 @@
 /** `io.linkerd.proxy.http_types.HttpMethod` → the method name a request carries. */
-import type { HttpMethod } from "../../proto/gen/http_types.ts";
+import type { HttpMethod } from "../../proto/gen_messages/http_types.ts";
 import { RouteConfigError } from "./meta.ts";
 
 const NAMES = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "HEAD", "TRACE"];

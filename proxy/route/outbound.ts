@@ -9,7 +9,7 @@
  * `hit.policy.backends.choose(rng, available)` → RouteBackend (its `key` names the balancer to use),
  * `execute(req, signal, hit.policy.plan, send, deps)` for retries and timeouts.
  */
-import type { WeightedAddr } from "../../proto/gen/destination.ts";
+import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
 import type {
   Backend,
   GrpcRoute,
@@ -19,7 +19,7 @@ import type {
   HttpRoute_Filter,
   HttpRoute_RouteBackend,
   OutboundPolicy,
-} from "../../proto/gen/outbound.ts";
+} from "../../proto/gen_messages/outbound.ts";
 import { fromIpAddress } from "../../proto/ip.ts";
 import type { FailureAccrualConfig, QueueConfig } from "../balance/balancer.ts";
 import { failureAccrualConfig, peakEwmaConfig, queueConfig } from "../balance/config.ts";

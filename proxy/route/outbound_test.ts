@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { OutboundPolicy } from "../../proto/gen/outbound.ts";
+import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { seededRng } from "../core/rng.ts";

@@ -16,7 +16,7 @@ import type {
   RequestMatch,
   ResponseMatch,
   WeightedAddr,
-} from "../../proto/gen/destination.ts";
+} from "../../proto/gen_messages/destination.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 import type { ResponseClassifier } from "../metrics/response_class.ts";
 import type { Rng } from "../core/rng.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { DestinationProfile, RequestMatch, Route } from "../../proto/gen/destination.ts";
+import type { DestinationProfile, RequestMatch, Route } from "../../proto/gen_messages/destination.ts";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { seededRng } from "../core/rng.ts";
 import { HeaderList } from "../http/message.ts";

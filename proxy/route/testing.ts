@@ -1,6 +1,6 @@
 /** Builders shared by the route, retry and inbound tests (not used by production code). */
-import type { HttpRouteMatch } from "../../proto/gen/http_route.ts";
-import type { Backend, HttpRoute, HttpRoute_Rule } from "../../proto/gen/outbound.ts";
+import type { HttpRouteMatch } from "../../proto/gen_messages/http_route.ts";
+import type { Backend, HttpRoute, HttpRoute_Rule } from "../../proto/gen_messages/outbound.ts";
 import { EMPTY_BODY, HeaderList, type HttpRequest } from "../http/message.ts";
 import { msDuration } from "../core/duration.ts";
 

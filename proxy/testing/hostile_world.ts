@@ -7,7 +7,7 @@
  * The namespaces, CA, control plane and clean-up are a MeshFixture's (mesh_fixture.ts).
  */
 import { ProxyEnv } from "../../proto/env.ts";
-import type { DestinationProfile } from "../../proto/gen/destination.ts";
+import type { DestinationProfile } from "../../proto/gen_messages/destination.ts";
 import { Ports } from "../../proto/ports.ts";
 import type { TestControlPlane } from "./control_plane.ts";
 import { MeshFixture } from "./mesh_fixture.ts";

@@ -3,7 +3,7 @@
  * gRPC, opaque), their authorizations and HTTP routes, shaped as Linkerd's policy controller
  * sends them. Detect timeouts are Linkerd's default 10 s.
  */
-import type { Authz, HttpRoute, Server } from "../../proto/gen/inbound.ts";
+import type { Authz, HttpRoute, Server } from "../../proto/gen_messages/inbound.ts";
 import { toIpAddress } from "../../proto/ip.ts";
 
 type Metadata = NonNullable<Authz["metadata"]>;

@@ -156,62 +156,82 @@ export class MeshTls {
   }
 
   /** Connects with mesh TLS, presenting our certificate and requiring the expected server identity. */
-  async connect(opts: ConnectTlsOptions): Promise<{ socket: tls.TLSSocket; alpn: string | undefined }> {
-    const c = this.#creds();
-    return await new Promise((resolve, reject) => {
-      let identityError: string | undefined;
-      // TLS over our own TCP socket, through a gate (see accept()).
-      const raw = netConnect({ host: opts.host, port: opts.port, noDelay: true, allowHalfOpen: true });
-      const gate = tlsReadGate(raw);
-      const t = tls.connect(
-        <tls.ConnectionOptions & HalfOpen> {
-          socket: gate.transport,
-          servername: opts.serverName,
-          secureContext: this.#clientContext(c),
-          minVersion: "TLSv1.3",
-          allowHalfOpen: true,
-          ALPNProtocols: opts.alpn,
-          checkServerIdentity: (_host, cert) => {
-            const sans = cert.raw ? dnsSans(new X509Certificate(cert.raw)) : [];
-            if (sans.includes(opts.expectedIdentity)) return undefined;
-            identityError = `server presented ${JSON.stringify(sans)}, want ${opts.expectedIdentity}`;
-            return new Error(identityError);
-          },
-        },
-      );
-      // The TCP socket is ours, so it closes with the TLS socket.
-      t.once("close", () => raw.destroy());
-      const timer = setTimeout(
-        () => fail(new MeshTlsError("handshake", `TLS connect timed out after ${opts.timeoutMs}ms`)),
-        opts.timeoutMs,
-      );
-      const fail = (e: Error) => {
-        clearTimeout(timer);
-        t.destroy();
-        raw.destroy();
-        reject(
-          e instanceof MeshTlsError
-            ? e
-            : identityError !== undefined
-            ? new MeshTlsError("peer_identity", identityError)
-            : new MeshTlsError("handshake", `TLS to ${opts.host}:${opts.port} failed: ${e.message}`),
-        );
-      };
-      t.once("error", fail);
-      t.once("secureConnect", () => {
-        clearTimeout(timer);
-        t.off("error", fail);
-        if (!t.authorized) {
-          fail(new MeshTlsError("untrusted_peer", `server certificate refused: ${t.authorizationError}`));
-          return;
-        }
-        if (identityError !== undefined) {
-          fail(new MeshTlsError("peer_identity", identityError));
-          return;
-        }
-        gate.gate(t);
-        resolve({ socket: t, alpn: typeof t.alpnProtocol === "string" ? t.alpnProtocol : undefined });
-      });
-    });
+  async connect(opts: ConnectTlsOptions): Promise<ConnectedTls> {
+    return await connectTls(this.#clientContext(this.#creds()), opts);
   }
+}
+
+/**
+ * TLS that authenticates only the server, for the identity service, which the proxy reaches before
+ * it has a certificate of its own: the server's chain must verify against `trustAnchorsPem` and
+ * name `opts.expectedIdentity`.
+ */
+export function connectServerAuthTls(
+  trustAnchorsPem: string,
+  opts: ConnectTlsOptions,
+): Promise<ConnectedTls> {
+  return connectTls(tls.createSecureContext({ ca: trustAnchorsPem, minVersion: "TLSv1.3" }), opts);
+}
+
+export interface ConnectedTls {
+  socket: tls.TLSSocket;
+  alpn: string | undefined;
+}
+
+function connectTls(secureContext: tls.SecureContext, opts: ConnectTlsOptions): Promise<ConnectedTls> {
+  return new Promise((resolve, reject) => {
+    let identityError: string | undefined;
+    // TLS over our own TCP socket, through a gate (see accept()).
+    const raw = netConnect({ host: opts.host, port: opts.port, noDelay: true, allowHalfOpen: true });
+    const gate = tlsReadGate(raw);
+    const t = tls.connect(
+      <tls.ConnectionOptions & HalfOpen> {
+        socket: gate.transport,
+        servername: opts.serverName,
+        secureContext,
+        minVersion: "TLSv1.3",
+        allowHalfOpen: true,
+        ALPNProtocols: opts.alpn,
+        checkServerIdentity: (_host, cert) => {
+          const sans = cert.raw ? dnsSans(new X509Certificate(cert.raw)) : [];
+          if (sans.includes(opts.expectedIdentity)) return undefined;
+          identityError = `server presented ${JSON.stringify(sans)}, want ${opts.expectedIdentity}`;
+          return new Error(identityError);
+        },
+      },
+    );
+    // The TCP socket is ours, so it closes with the TLS socket.
+    t.once("close", () => raw.destroy());
+    const timer = setTimeout(
+      () => fail(new MeshTlsError("handshake", `TLS connect timed out after ${opts.timeoutMs}ms`)),
+      opts.timeoutMs,
+    );
+    const fail = (e: Error) => {
+      clearTimeout(timer);
+      t.destroy();
+      raw.destroy();
+      reject(
+        e instanceof MeshTlsError
+          ? e
+          : identityError !== undefined
+          ? new MeshTlsError("peer_identity", identityError)
+          : new MeshTlsError("handshake", `TLS to ${opts.host}:${opts.port} failed: ${e.message}`),
+      );
+    };
+    t.once("error", fail);
+    t.once("secureConnect", () => {
+      clearTimeout(timer);
+      t.off("error", fail);
+      if (!t.authorized) {
+        fail(new MeshTlsError("untrusted_peer", `server certificate refused: ${t.authorizationError}`));
+        return;
+      }
+      if (identityError !== undefined) {
+        fail(new MeshTlsError("peer_identity", identityError));
+        return;
+      }
+      gate.gate(t);
+      resolve({ socket: t, alpn: typeof t.alpnProtocol === "string" ? t.alpnProtocol : undefined });
+    });
+  });
 }

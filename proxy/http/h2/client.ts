@@ -37,6 +37,11 @@ export interface Http2ConnectionOptions {
   maxHeaderListSize?: number;
   /** Most fields in one response head. Default 200. */
   maxHeaderCount?: number;
+  /**
+   * PING a session that carries streams every `intervalMs`; no ACK within `timeoutMs` closes it and
+   * fails its streams (a peer that vanished without a FIN). Off when absent (gRPC channels set it).
+   */
+  keepAlive?: { intervalMs: number; timeoutMs: number };
   log?: Log;
 }
 
@@ -177,6 +182,7 @@ export class Http2Connection {
       throw new Http2ClientError(`${o.name}: connection closed`, "closed", true);
     }
     this.#current = s;
+    if (o.keepAlive) keepAlive(s, o.keepAlive, o.name, o.log);
     return s;
   }
 
@@ -272,6 +278,32 @@ function streamFailure(name: string, f: StreamFailure | undefined): Http2ClientE
         f.code,
       );
   }
+}
+
+/** See `Http2ConnectionOptions.keepAlive`; stops when the session closes. */
+function keepAlive(
+  s: H2Session,
+  k: { intervalMs: number; timeoutMs: number },
+  name: string,
+  log?: Log,
+): void {
+  let deadline: ReturnType<typeof setTimeout> | undefined;
+  const tick = setInterval(() => {
+    // Only while streams are open, as gRPC clients do by default: an idle connection costs nothing.
+    if (deadline !== undefined || s.activeStreams === 0) return;
+    deadline = setTimeout(() => {
+      log?.("debug", `h2 client ${name}: no PING ACK within ${k.timeoutMs}ms, closing the connection`);
+      s.destroy(`no PING ACK within ${k.timeoutMs}ms`);
+    }, k.timeoutMs);
+    s.ping().then(() => {
+      clearTimeout(deadline);
+      deadline = undefined;
+    });
+  }, k.intervalMs);
+  s.closed.then(() => {
+    clearInterval(tick);
+    clearTimeout(deadline);
+  });
 }
 
 /**

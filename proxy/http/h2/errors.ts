@@ -4,7 +4,12 @@ import { HttpError } from "../message.ts";
 /** A stream ended by RST_STREAM (or by its connection closing) instead of END_STREAM. */
 export class Http2StreamReset extends Error {
   override name = "Http2StreamReset";
-  constructor(message: string, readonly code: number) {
+  constructor(
+    message: string,
+    readonly code: number,
+    /** The connection closed or failed, rather than a RST_STREAM for this stream. */
+    readonly connectionLost = false,
+  ) {
     super(message);
   }
 }

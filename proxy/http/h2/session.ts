@@ -81,6 +81,7 @@ export type StreamFailure =
   | { kind: "connection"; message: string };
 
 const EMPTY = new Uint8Array(0);
+const KEEPALIVE_PING = new Uint8Array(8);
 const HIGH_WATER = 256 * 1024;
 /**
  * Resets per second (the peer's RST_STREAMs on a server, plus streams we reset because the peer
@@ -298,7 +299,7 @@ function failureError(f: StreamFailure, id: number): Error {
     case "refused":
       return new Http2StreamReset(`stream ${id} refused by peer`, ErrorCode.REFUSED_STREAM);
     case "connection":
-      return new Http2StreamReset(`stream ${id}: ${f.message}`, ErrorCode.INTERNAL_ERROR);
+      return new Http2StreamReset(`stream ${id}: ${f.message}`, ErrorCode.INTERNAL_ERROR, true);
   }
 }
 
@@ -356,6 +357,7 @@ export class H2Session {
   #localErrorResets = 0;
   #chaff = 0;
   #chaffSince = 0;
+  #pingWaiters: (() => void)[] = [];
   #ending = false;
 
   // Write-side backpressure: see `#backUp`.
@@ -520,6 +522,17 @@ export class H2Session {
     this.#active++;
     this.sendHeaders(s, fields, endStream);
     return s;
+  }
+
+  /**
+   * Client keepalive: sends a PING; resolves when an ACK arrives (never, when the peer is gone: the
+   * caller bounds the wait and destroys the session).
+   */
+  ping(): Promise<void> {
+    const p = Promise.withResolvers<void>();
+    this.#pingWaiters.push(p.resolve);
+    this.queueFrame(pingFrame(KEEPALIVE_PING, false));
+    return p.promise;
   }
 
   /** Sends GOAWAY: no stream above the last one we saw will be processed. */
@@ -895,7 +908,10 @@ export class H2Session {
       case FrameType.PING:
         if (id !== 0) return this.#fatal(ErrorCode.PROTOCOL_ERROR, "PING on a stream");
         if (p.length !== 8) return this.#fatal(ErrorCode.FRAME_SIZE_ERROR, `PING of ${p.length} bytes`);
-        if (flags & Flag.ACK) return; // we send no PINGs of our own
+        if (flags & Flag.ACK) {
+          this.#pingWaiters.shift()?.(); // keepalive (`ping`); other ACKs are ignored
+          return;
+        }
         if (!this.#countChaff("PING")) return;
         this.#owe(pingFrame(p, true));
         return;

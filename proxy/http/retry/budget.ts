@@ -7,7 +7,7 @@
  * Kept in integer thousandths of a retry over ten ttl/10 slots (deposits expire 0.9–1 ttl after
  * they were made), so there is no float drift and no per-request allocation.
  */
-import type { RetryBudget as ProtoRetryBudget } from "../../../proto/gen/destination.ts";
+import type { RetryBudget as ProtoRetryBudget } from "../../../proto/gen_messages/destination.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { durationMs } from "../../core/duration.ts";
 

@@ -7,7 +7,7 @@
  * timeout and an HTTP/2 REFUSED_STREAM, but not a full queue (load shed) — as Linkerd. Profile
  * routes retry responses only.
  */
-import type { GrpcRoute_Retry, HttpRoute_Retry } from "../../../proto/gen/outbound.ts";
+import type { GrpcRoute_Retry, HttpRoute_Retry } from "../../../proto/gen_messages/outbound.ts";
 import type { Backoff } from "../../config/config.ts";
 import { backoffConfig } from "../../balance/config.ts";
 import type { HeaderList } from "../message.ts";

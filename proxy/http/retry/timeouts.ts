@@ -13,8 +13,8 @@
  * the parent signal's reason. `WatchedBody` ties a body to a timer: chunks count as activity, the
  * end of the body clears the timers, an abort rejects the pending read and cancels the stream.
  */
-import type { Duration } from "../../../proto/gen/google/protobuf/duration.ts";
-import type { Timeouts } from "../../../proto/gen/http_route.ts";
+import type { Duration } from "../../../proto/gen_messages/google/protobuf/duration.ts";
+import type { Timeouts } from "../../../proto/gen_messages/http_route.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { type Body, type HeaderList, HttpError } from "../message.ts";
 import { durationMs } from "../../core/duration.ts";

@@ -15,7 +15,7 @@
  * request. A route's decision depends only on the connection, so it is computed once per
  * connection and route and reused; an allowed request costs a route lookup and no allocation.
  */
-import type { HttpRoute, Server } from "../../../proto/gen/inbound.ts";
+import type { HttpRoute, Server } from "../../../proto/gen_messages/inbound.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { preciseClock } from "../../core/clock.ts";
 import type { Rng } from "../../core/rng.ts";

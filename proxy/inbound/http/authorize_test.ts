@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { Authz, HttpRoute, Server } from "../../../proto/gen/inbound.ts";
+import type { Authz, HttpRoute, Server } from "../../../proto/gen_messages/inbound.ts";
 import { toIpAddress } from "../../../proto/ip.ts";
 import { FakeClock } from "../../../proto/support/fake_clock.ts";
 import { seededRng } from "../../core/rng.ts";

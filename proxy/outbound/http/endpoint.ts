@@ -12,8 +12,8 @@
  */
 import type * as net from "node:net";
 import type { Duplex } from "node:stream";
-import type { WeightedAddr } from "../../../proto/gen/destination.ts";
-import type { SessionProtocol } from "../../../proto/gen/transport_header.ts";
+import type { WeightedAddr } from "../../../proto/gen_messages/destination.ts";
+import type { SessionProtocol } from "../../../proto/gen_messages/transport_header.ts";
 import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../../proto/transport_header_frame.ts";
 import type { Log } from "../../log.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
