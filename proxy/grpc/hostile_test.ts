@@ -6,6 +6,8 @@ import * as net from "node:net";
 import { DestinationDefinition } from "../../proto/gen_messages/destination.ts";
 import { type Body, bytesBody, HeaderList, type HttpResponse, type HttpService } from "../http/message.ts";
 import { serveHttp2 } from "../http/h2/server.ts";
+import { Http2StreamReset } from "../http/h2/errors.ts";
+import { ErrorCode } from "../http/h2/frame.ts";
 import { connectTcp } from "../transport/connect.ts";
 import { GrpcChannel } from "./channel.ts";
 import { GrpcClient, type Method, methodOf } from "./client.ts";
@@ -72,6 +74,23 @@ async function hostileServer() {
     Http503: () => ({ status: 503, headers: new HeaderList(), body: bytesBody([enc.encode("busy")]) }),
     TwoForUnary: () => grpc([u8(0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 2)], ok()),
     Garbage: () => grpc([u8(0, 0, 0, 0, 3, 0xff, 0xff, 0xff)], ok()),
+    // One message, then RST_STREAM ENHANCE_YOUR_CALM instead of trailers.
+    ResetMidBody: () => {
+      let n = 0;
+      return {
+        status: 200,
+        headers: new HeaderList([...GRPC]),
+        body: {
+          length: undefined,
+          trailers: undefined,
+          read: () =>
+            n++ === 0
+              ? Promise.resolve(u8(0, 0, 0, 0, 1, 9))
+              : Promise.reject(new Http2StreamReset("calm down", ErrorCode.ENHANCE_YOUR_CALM)),
+          cancel: () => {},
+        },
+      };
+    },
     Ticker: () => {
       let i = 0;
       let stop = false;
@@ -164,6 +183,7 @@ Deno.test("hostile gRPC server: each malformed response ends its call with a cle
       ["NotGrpc", Status.UNKNOWN, /content-type "text\/html" is not application\/grpc/],
       ["Http503", Status.UNAVAILABLE, /HTTP status 503 instead of a gRPC response/],
       ["TwoForUnary", Status.INTERNAL, /more than one response message for a unary call/],
+      ["ResetMidBody", Status.RESOURCE_EXHAUSTED, /reset by peer \(ENHANCE_YOUR_CALM\)/],
     ];
     for (const [name, code, details] of cases) {
       const start = performance.now();
