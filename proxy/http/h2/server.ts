@@ -110,8 +110,9 @@ export function serveHttp2(
     },
     async close(graceMs: number): Promise<void> {
       // No GOAWAY: Deno 2.9.6's node:http2 (nghttp2) aborts a process that gets one while it has
-      // streams open, and our clients include such processes (every proxy's grpc-js control-plane
-      // channels, Deno applications). Seen as proxies crashing when a control-plane pod drained.
+      // streams open, and our clients include such processes (Deno applications; the proxies' own
+      // control-plane channels were grpc-js until proxy/grpc/). Seen as proxies crashing when a
+      // control-plane pod drained.
       // New streams get REFUSED_STREAM (safe to retry elsewhere); the connection ends, with a FIN,
       // once the open ones finish.
       session.closeWhenIdle();
