@@ -100,6 +100,11 @@ Deno.test("control client: the target's addresses come from the system resolver;
     host: "fd00::1",
     port: 8090,
   }]);
+  // `localhost.` (loopback in the proxy's config) is 127.0.0.1 without a lookup.
+  assert.deepEqual(await dnsResolve("localhost.", 8086)(AbortSignal.timeout(1000)), [{
+    host: "127.0.0.1",
+    port: 8086,
+  }]);
   const local = await dnsResolve("localhost", 8080)(AbortSignal.timeout(5000));
   assert.ok(local.length >= 1 && local.every((e) => e.port === 8080), JSON.stringify(local));
   assert.ok(local.some((e) => e.host === "127.0.0.1" || e.host === "::1"), JSON.stringify(local));

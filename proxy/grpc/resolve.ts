@@ -22,8 +22,11 @@ export function endpointKey(e: Endpoint): string {
 /** A host name or IP and port, resolved with the system resolver (A and AAAA, /etc/hosts). */
 export function dnsResolve(host: string, port: number): Resolve {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
-  if (isIP(bare)) {
-    const fixed = [{ host: bare, port }];
+  // `localhost.` is loopback by definition (the proxy's config accepts it as such); resolvers that
+  // match /etc/hosts literally do not know it with the dot.
+  const literal = bare === "localhost." ? "127.0.0.1" : bare;
+  if (isIP(literal)) {
+    const fixed = [{ host: literal, port }];
     return () => Promise.resolve(fixed);
   }
   return async () => {

@@ -50,8 +50,7 @@ export function createCertifyClient(
   if (!loopback && !name) {
     throw new Error(`identity address "${opts.svcAddr}" is not loopback, so it needs the service name`);
   }
-  // `localhost.` is loopback by definition: dial the IP rather than ask a resolver.
-  const host = hostOf(opts.svcAddr).replace(/^localhost\.$/, "127.0.0.1");
+  const host = hostOf(opts.svcAddr);
   const port = Number(opts.svcAddr.slice(opts.svcAddr.lastIndexOf(":") + 1));
   const channel = new GrpcChannel({
     name: `identity ${opts.svcAddr}`,
