@@ -28,6 +28,8 @@ export function takeOrigProto(req: HttpRequest): HttpVersion | undefined {
   const v = req.headers.get(ORIG_PROTO_HEADER);
   if (v === undefined) return undefined;
   req.headers.delete(ORIG_PROTO_HEADER);
+  // The value a proxy sends, without parsing it (no split strings per request).
+  if (v === "HTTP/1.1" || v === "HTTP/1.0") return v;
   const base = v.split(";", 1)[0].trim();
   return base === "HTTP/1.1" || base === "HTTP/1.0" ? base : undefined;
 }

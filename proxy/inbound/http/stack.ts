@@ -68,6 +68,8 @@ export class InboundHttp {
   // Keyed by ip:port: a pod with several addresses gets one pool per address.
   readonly #h1 = new Map<string, Http1Pool>();
   readonly #h2 = new Map<string, Http2Connection>();
+  /** Bumped by `close()`: services drop the upstreams they looked up before. */
+  #generation = 0;
 
   constructor(deps: InboundHttpDeps) {
     this.#deps = deps;
@@ -102,6 +104,15 @@ export class InboundHttp {
 
   /** The per-connection service (exported for tests of the stack without sockets). */
   service(c: InboundHttpConn): HttpService {
+    return this.#service(c, false);
+  }
+
+  /**
+   * `countErrors`: requests the proxy fails itself (e.g. the application refused the connection)
+   * are counted in the inbound error metric (by `serve`, in the same function rather than in a
+   * wrapper with a promise and a closure per request).
+   */
+  #service(c: InboundHttpConn, countErrors: boolean): HttpService {
     const m = this.#deps.metrics;
     const rng = this.#deps.rng ?? systemRng;
     const authorizer = new HttpAuthorizer(c.conn);
@@ -109,70 +120,77 @@ export class InboundHttp {
     const counters = new WeakMap<InboundPermit | InboundDenial, CounterHandle>();
     let scope: InboundScope | undefined;
     let scopeServer: unknown;
+    // The connection's upstreams, looked up once instead of by an ip:port string per request;
+    // `close()` bumps the generation so a later request looks them up again as it did before.
+    let pool: Http1Pool | undefined;
+    let h2: Http2Connection | undefined;
+    let generation = this.#generation;
     return async (req, signal) => {
-      const grpc = isGrpc(req.headers);
-      const d = authorizer.authorize(c.policy(), req, rng);
-      if (!d.allow) {
-        let h = counters.get(d);
+      try {
+        const grpc = isGrpc(req.headers);
+        const d = authorizer.authorize(c.policy(), req, rng);
+        if (!d.allow) {
+          let h = counters.get(d);
+          if (!h) {
+            h = d.reason === "route_not_found"
+              ? m.routeNotFound({ targetAddr: c.targetAddr, tls: c.tls, server: d.server })
+              : m.authzDeny({ targetAddr: c.targetAddr, tls: c.tls, server: d.server, route: d.route! });
+            counters.set(d, h);
+          }
+          h.inc();
+          return denialResponse(d, grpc);
+        }
+        const permit = "permit" in d ? d.permit : d;
+        let h = counters.get(permit);
         if (!h) {
-          h = d.reason === "route_not_found"
-            ? m.routeNotFound({ targetAddr: c.targetAddr, tls: c.tls, server: d.server })
-            : m.authzDeny({ targetAddr: c.targetAddr, tls: c.tls, server: d.server, route: d.route! });
-          counters.set(d, h);
+          h = m.authzAllow({
+            targetAddr: c.targetAddr,
+            tls: c.tls,
+            server: permit.server,
+            route: permit.route,
+            authz: permit.authz,
+          });
+          counters.set(permit, h);
         }
         h.inc();
-        return denialResponse(d, grpc);
-      }
-      const permit = "permit" in d ? d.permit : d;
-      let h = counters.get(permit);
-      if (!h) {
-        h = m.authzAllow({
-          targetAddr: c.targetAddr,
-          tls: c.tls,
-          server: permit.server,
-          route: permit.route,
-          authz: permit.authz,
-        });
-        counters.set(permit, h);
-      }
-      h.inc();
-      if ("response" in d) return d.response;
-      setClientId(req.headers, authorizer.clientId);
-      const orig = takeOrigProto(req);
-      if (scope === undefined || scopeServer !== permit.server) {
-        scope = m.inboundScope({ targetAddr: c.targetAddr, tls: c.tls, server: permit.server });
-        scopeServer = permit.server;
-      }
-      const rec = scope.get(req.authority, permit.route, permit.authz).start(grpc);
-      let res: HttpResponse;
-      try {
-        if (orig !== undefined) {
-          req.version = orig;
-          res = await this.#pool(c.ip, c.port).request(req, signal);
-          markDowngradedResponse(res, orig);
-        } else if (req.version === "HTTP/2") {
-          res = await this.#conn(c.ip, c.port).request(req, signal);
-        } else {
-          res = await this.#pool(c.ip, c.port).request(req, signal);
+        if ("response" in d) return d.response;
+        setClientId(req.headers, authorizer.clientId);
+        const orig = takeOrigProto(req);
+        if (scope === undefined || scopeServer !== permit.server) {
+          scope = m.inboundScope({ targetAddr: c.targetAddr, tls: c.tls, server: permit.server });
+          scopeServer = permit.server;
         }
+        const rec = scope.get(req.authority, permit.route, permit.authz).start(grpc);
+        if (generation !== this.#generation) {
+          pool = h2 = undefined;
+          generation = this.#generation;
+        }
+        let res: HttpResponse;
+        try {
+          if (orig !== undefined) {
+            req.version = orig;
+            res = await (pool ??= this.#pool(c.ip, c.port)).request(req, signal);
+            markDowngradedResponse(res, orig);
+          } else if (req.version === "HTTP/2") {
+            res = await (h2 ??= this.#conn(c.ip, c.port)).request(req, signal);
+          } else {
+            res = await (pool ??= this.#pool(c.ip, c.port)).request(req, signal);
+          }
+        } catch (e) {
+          rec.fail(e);
+          throw e;
+        }
+        return instrumentResponse(rec, res);
       } catch (e) {
-        rec.fail(e);
+        if (countErrors) m.inboundError(httpErrorKind(e)).inc();
         throw e;
       }
-      return instrumentResponse(rec, res);
     };
   }
 
   /** Serves the connection until it closes. */
   async serve(sock: net.Socket, version: "http1" | "http2", c: InboundHttpConn): Promise<void> {
-    const inner = this.service(c);
-    // Requests the proxy fails itself (e.g. the application refused the connection) are counted here.
-    const m = this.#deps.metrics;
-    const svc: HttpService = (req, signal) =>
-      inner(req, signal).catch((e) => {
-        m.inboundError(httpErrorKind(e)).inc();
-        throw e;
-      });
+    const svc = this.#service(c, true);
     const drain = this.#deps.drain;
     if (version === "http2") {
       await serveHttp2(sock, svc, { log: this.#deps.log, drain }).closed;
@@ -188,6 +206,7 @@ export class InboundHttp {
   }
 
   close(): void {
+    this.#generation++;
     for (const p of this.#h1.values()) p.close();
     for (const c of this.#h2.values()) c.close(1000).catch(() => {});
     this.#h1.clear();
