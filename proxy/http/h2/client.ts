@@ -15,7 +15,8 @@ import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";
 import { Http2ClientError } from "./errors.ts";
 import { ErrorCode, errorCodeName } from "./frame.ts";
-import { H2Session, type H2Stream, type StreamFailure } from "./session.ts";
+import { H2Session } from "./session.ts";
+import type { H2Stream, StreamFailure } from "./stream.ts";
 import { checkResponse } from "./validate.ts";
 
 /** Opens the transport to the endpoint; must reject (not hang) when `signal` aborts. */

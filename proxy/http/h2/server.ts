@@ -24,7 +24,8 @@ import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";
 import { Http2StreamReset } from "./errors.ts";
 import { ErrorCode } from "./frame.ts";
-import { H2Session, type H2Stream, type StreamFailure } from "./session.ts";
+import { H2Session } from "./session.ts";
+import type { H2Stream, StreamFailure } from "./stream.ts";
 import { checkRequest } from "./validate.ts";
 import type { HeaderListTooLarge } from "./hpack.ts";
 

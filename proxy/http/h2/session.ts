@@ -1,9 +1,10 @@
 /**
- * One HTTP/2 connection (RFC 9113) and its streams, for either role, over an already-open socket
- * (plain TCP or mesh TLS). weft frames HTTP/2 itself instead of using node:http2: in Deno 2.9.6
- * that module costs ~0.3 ms of CPU per request per side and aborts the process on some GOAWAY
- * sequences. This file owns framing, SETTINGS, PING, GOAWAY, flow control and stream states;
- * HTTP semantics (pseudo-headers, validation, bodies as `Body`) live in server.ts / client.ts.
+ * One HTTP/2 connection (RFC 9113), for either role, over an already-open socket (plain TCP or
+ * mesh TLS). weft frames HTTP/2 itself instead of using node:http2: in Deno 2.9.6 that module
+ * costs ~0.3 ms of CPU per request per side and aborts the process on some GOAWAY sequences. This
+ * file owns framing, SETTINGS, PING, GOAWAY, flow control and the table of streams; one stream's
+ * receive queue and state are in stream.ts. HTTP semantics (pseudo-headers, validation, bodies as
+ * `Body`) live in server.ts / client.ts.
  *
  * Writes are queued and sent as one `socket.write` per event-loop turn, so a response's HEADERS,
  * DATA and trailers go out in one TLS record and one syscall. Received DATA is handed out as
@@ -35,7 +36,7 @@ import {
   windowUpdateFrame,
 } from "./frame.ts";
 import { HeaderListTooLarge, HpackDecoder, HpackEncoder, HpackError } from "./hpack.ts";
-import { Http2StreamReset } from "./errors.ts";
+import { failureError, H2Stream, type StreamFailure, type Waiter } from "./stream.ts";
 
 export interface SessionOptions {
   role: "client" | "server";
@@ -71,15 +72,6 @@ export interface SessionOptions {
   onGoaway?: (code: number, lastStreamId: number, debug: string) => void;
 }
 
-/** Why a stream ended without both sides finishing. */
-export type StreamFailure =
-  /** RST_STREAM from the peer (or from us), with its code. */
-  | { kind: "reset"; code: number; local: boolean }
-  /** The peer will not process it: REFUSED_STREAM, or a GOAWAY whose last stream id excludes it. */
-  | { kind: "refused"; code: number }
-  /** The connection closed or failed first. */
-  | { kind: "connection"; message: string };
-
 const EMPTY = new Uint8Array(0);
 const KEEPALIVE_PING = new Uint8Array(8);
 const HIGH_WATER = 256 * 1024;
@@ -99,209 +91,6 @@ const CHAFF_LIMIT = 10_000;
 const MAX_BLOCK_FRAMES = 128;
 /** A field block (HEADERS + CONTINUATION) may not exceed this many bytes on the wire. */
 const blockLimit = (listLimit: number) => Math.max(2 * listLimit, 64 * 1024);
-
-type Waiter = { resolve: () => void; reject: (e: Error) => void };
-
-/**
- * One stream. The receive side is read with `read()` (DATA payloads, null at END_STREAM, then
- * `trailers`); the send side with `sendHeaders`, `sendData`, `sendTrailers`, `reset`.
- */
-export class H2Stream {
-  readonly id: number;
-  readonly session: H2Session;
-  /** Client: field blocks before the body (1xx and the final head). Server: trailers only arrive via `trailers`. */
-  onHead: ((fields: string[], endStream: boolean) => void) | undefined;
-  /** Once, when the stream is closed: `failure` is undefined when both sides ended normally. */
-  onClose: ((failure: StreamFailure | undefined) => void) | undefined;
-  /** Trailing fields (raw, lower-case names), once `read()` has returned null. */
-  trailers: string[] | undefined;
-  /** Content-Length the peer declared; a body of another size is a PROTOCOL_ERROR. */
-  expectedLength: number | undefined;
-  failure: StreamFailure | undefined;
-  /** True once the first (non-1xx) field block was received. */
-  headReceived = false;
-
-  sendWindow: number;
-  recvWindow: number;
-  localEnded = false;
-  remoteEnded = false;
-  closed = false;
-  /** Set when the reader no longer wants the body: data is dropped and credited at once. */
-  discarding = false;
-
-  #chunks: Uint8Array[] = [];
-  #head = 0;
-  #received = 0;
-  #unacked = 0;
-  #reader: { resolve: (c: Uint8Array | null) => void; reject: (e: Error) => void } | undefined;
-  sendWaiter: Waiter | undefined;
-
-  constructor(session: H2Session, id: number, sendWindow: number, recvWindow: number) {
-    this.session = session;
-    this.id = id;
-    this.sendWindow = sendWindow;
-    this.recvWindow = recvWindow;
-  }
-
-  /** Next DATA payload, null at END_STREAM; rejects with Http2StreamReset if the stream failed. */
-  read(): Promise<Uint8Array | null> {
-    let now: Uint8Array | null | undefined;
-    try {
-      now = this.readNow();
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise((resolve, reject) => (this.#reader = { resolve, reject }));
-  }
-
-  /** The next payload if one is queued, null at the end, undefined when `read()` would wait. */
-  readNow(): Uint8Array | null | undefined {
-    if (this.#head < this.#chunks.length) {
-      const c = this.#chunks[this.#head];
-      this.#chunks[this.#head++] = EMPTY;
-      if (this.#head === this.#chunks.length) {
-        this.#chunks.length = 0;
-        this.#head = 0;
-      }
-      this.#consumed(c.length);
-      return c;
-    }
-    if (this.failure) throw failureError(this.failure, this.id);
-    if (this.remoteEnded) return null;
-    return undefined;
-  }
-
-  /** Bytes received and not yet read. */
-  get buffered(): number {
-    let n = 0;
-    for (let i = this.#head; i < this.#chunks.length; i++) n += this.#chunks[i].length;
-    return n;
-  }
-
-  /** Stop reading: what is queued and whatever still arrives is dropped and its window returned. */
-  discard(): void {
-    if (this.discarding) return;
-    this.discarding = true;
-    let n = 0;
-    for (let i = this.#head; i < this.#chunks.length; i++) n += this.#chunks[i].length;
-    this.#chunks.length = 0;
-    this.#head = 0;
-    if (n) this.#consumed(n);
-  }
-
-  #consumed(n: number): void {
-    if (this.remoteEnded || this.closed) return;
-    this.#unacked += n;
-    // Batched: one WINDOW_UPDATE per quarter window read, not per chunk.
-    if (this.#unacked >= this.session.streamCreditBatch) {
-      this.recvWindow += this.#unacked;
-      this.session.queueFrame(windowUpdateFrame(this.id, this.#unacked));
-      this.#unacked = 0;
-    }
-  }
-
-  /** Session: a DATA payload arrived (flow control already checked). */
-  deliver(data: Uint8Array, end: boolean): void {
-    this.#received += data.length;
-    if (end) this.remoteEnded = true;
-    if (end && this.expectedLength !== undefined && this.#received !== this.expectedLength) {
-      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
-      return;
-    }
-    if (this.expectedLength !== undefined && this.#received > this.expectedLength) {
-      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
-      return;
-    }
-    if (this.discarding) {
-      if (data.length) this.#consumed(data.length);
-    } else if (data.length) {
-      const r = this.#reader;
-      if (r !== undefined && this.#head === this.#chunks.length) {
-        this.#reader = undefined;
-        this.#consumed(data.length);
-        r.resolve(data);
-      } else {
-        this.#chunks.push(data);
-      }
-    }
-    if (end) this.#wakeEnd();
-  }
-
-  /** Session: trailers arrived with END_STREAM. */
-  deliverTrailers(fields: string[]): void {
-    if (this.expectedLength !== undefined && this.#received !== this.expectedLength) {
-      this.session.resetStream(this, ErrorCode.PROTOCOL_ERROR);
-      return;
-    }
-    this.trailers = fields;
-    this.remoteEnded = true;
-    this.#wakeEnd();
-  }
-
-  #wakeEnd(): void {
-    const r = this.#reader;
-    if (r !== undefined && this.#head === this.#chunks.length) {
-      this.#reader = undefined;
-      r.resolve(null);
-    }
-    this.session.maybeClose(this);
-  }
-
-  /** Session: the stream failed; readers and writers are woken with the error. */
-  fail(f: StreamFailure): void {
-    if (this.closed) return;
-    this.failure = f;
-    this.closed = true;
-    const e = failureError(f, this.id);
-    const r = this.#reader;
-    this.#reader = undefined;
-    r?.reject(e);
-    const w = this.sendWaiter;
-    this.sendWaiter = undefined;
-    w?.reject(e);
-    this.onClose?.(f);
-  }
-
-  /** Session: both sides ended. */
-  finish(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.onClose?.(undefined);
-  }
-
-  sendHeaders(fields: string[], endStream: boolean): void {
-    this.session.sendHeaders(this, fields, endStream);
-  }
-
-  /** Sends `data` as DATA frames within the flow-control windows; resolves when all are queued. */
-  sendData(data: Uint8Array, endStream: boolean): Promise<void> {
-    return this.session.sendData(this, data, endStream);
-  }
-
-  sendTrailers(fields: string[]): void {
-    this.session.sendHeaders(this, fields, true);
-  }
-
-  /** RST_STREAM with `code` (no-op once closed). */
-  reset(code: number): void {
-    this.session.resetStream(this, code);
-  }
-}
-
-function failureError(f: StreamFailure, id: number): Error {
-  switch (f.kind) {
-    case "reset":
-      return new Http2StreamReset(
-        `stream ${id} reset${f.local ? " locally" : " by peer"} (${errorCodeName(f.code)})`,
-        f.code,
-      );
-    case "refused":
-      return new Http2StreamReset(`stream ${id} refused by peer`, ErrorCode.REFUSED_STREAM);
-    case "connection":
-      return new Http2StreamReset(`stream ${id}: ${f.message}`, ErrorCode.INTERNAL_ERROR, true);
-  }
-}
 
 interface Continuation {
   id: number;

@@ -8,7 +8,7 @@
  */
 import { type Body, HeaderList } from "../message.ts";
 import { ErrorCode } from "./frame.ts";
-import type { H2Stream } from "./session.ts";
+import type { H2Stream } from "./stream.ts";
 
 export class StreamBody implements Body {
   readonly length: number | undefined;

@@ -9,7 +9,7 @@ import type { Body } from "../message.ts";
 import { ErrorCode } from "./frame.ts";
 import { Http2StreamReset } from "./errors.ts";
 import { appendSendable } from "./headers.ts";
-import type { H2Stream } from "./session.ts";
+import type { H2Stream } from "./stream.ts";
 
 const EMPTY = new Uint8Array(0);
 
