@@ -7,11 +7,11 @@ import {
   DestinationDefinition,
   type DestinationProfile,
   type Update,
-  type WeightedAddr,
 } from "../../proto/gen_messages/destination.ts";
 import { InboundServerPoliciesDefinition, type Server } from "../../proto/gen_messages/inbound.ts";
 import { OutboundPoliciesDefinition, type OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
+import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../identity/cert_store.ts";
 import { Registry } from "../metrics/registry.ts";
@@ -116,7 +116,7 @@ export function inboundPolicyReducer(
 }
 
 /** Endpoints of one Destination.Get path, by `ip:port`. */
-export type EndpointSet = { exists: boolean; endpoints: Map<string, WeightedAddr> };
+export type EndpointSet = { exists: boolean; endpoints: Map<string, Endpoint> };
 
 export function addrKey(ip: string, port: number): string {
   return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
@@ -126,13 +126,10 @@ export function reduceDestination(prev: EndpointSet | undefined, u: Update): End
   const next: EndpointSet = { exists: prev?.exists ?? true, endpoints: new Map(prev?.endpoints) };
   switch (u.update?.$case) {
     case "add": {
-      // Set-level labels (namespace, service, …) apply to every address; an address's own win.
       const set = u.update.value.metricLabels;
-      const hasSet = Object.keys(set).length > 0;
       for (const a of u.update.value.addrs) {
-        if (!a.addr?.ip) continue;
-        const ep = hasSet ? { ...a, metricLabels: { ...set, ...a.metricLabels } } : a;
-        next.endpoints.set(addrKey(fromIpAddress(a.addr.ip), a.addr.port), ep);
+        const ep = endpointFromWire(a, set);
+        if (ep) next.endpoints.set(addrKey(ep.ip, ep.port), ep);
       }
       next.exists = true;
       break;

@@ -4,9 +4,8 @@
  * opaque transport) or anything else (forward as plain TCP). The pure parts read the outbound
  * policy and endpoint metadata; `resolveOutbound` asks the discovery watches, with a deadline.
  */
-import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
 import type { Backend, OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
-import { fromIpAddress } from "../../proto/ip.ts";
+import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { SocketAddr } from "../transport/orig_dst.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 
@@ -23,7 +22,7 @@ export type Target =
     opaqueTransport: boolean;
   };
 
-export type PolicyBackend = { kind: "forward"; addr: WeightedAddr } | { kind: "balancer"; path: string };
+export type PolicyBackend = { kind: "forward"; endpoint: Endpoint } | { kind: "balancer"; path: string };
 
 export class ResolveError extends Error {
   override name = "ResolveError";
@@ -31,8 +30,10 @@ export class ResolveError extends Error {
 
 function fromBackend(b: Backend | undefined): PolicyBackend | undefined {
   switch (b?.kind?.$case) {
-    case "forward":
-      return { kind: "forward", addr: b.kind.value };
+    case "forward": {
+      const endpoint = endpointFromWire(b.kind.value);
+      return endpoint ? { kind: "forward", endpoint } : undefined;
+    }
     case "balancer": {
       const d = b.kind.value.discovery?.kind;
       return d?.$case === "dst" ? { kind: "balancer", path: d.value.path } : undefined;
@@ -81,32 +82,27 @@ export function policyBackend(p: OutboundPolicy): PolicyBackend | undefined {
 }
 
 /** Mesh target for an endpoint carrying a TLS identity; plain otherwise. */
-export function endpointTarget(w: WeightedAddr, fallback: SocketAddr): Target {
-  const ip = w.addr?.ip ? fromIpAddress(w.addr.ip) : fallback.ip;
-  const port = w.addr?.port || fallback.port;
-  const id = w.tlsIdentity;
-  const identity = id?.strategy?.$case === "dnsLikeIdentity" ? id.strategy.value.name : undefined;
-  const serverName = id?.serverName?.name || identity;
-  if (identity === undefined || serverName === undefined) {
+export function endpointTarget(e: Endpoint): Target {
+  const { ip, port, identity } = e;
+  if (identity === undefined) {
     return { kind: "plain", ip, port, reason: "not_provided_by_service_discovery" };
   }
-  const inbound = w.protocolHint?.opaqueTransport?.inboundPort ?? 0;
-  const opaqueTransport = inbound > 0 && inbound < 65536;
+  const opaqueTransport = e.opaqueTransportPort > 0;
   return {
     kind: "meshed",
     ip,
-    connectPort: opaqueTransport ? inbound : port,
+    connectPort: opaqueTransport ? e.opaqueTransportPort : port,
     targetPort: port,
-    identity,
-    serverName,
+    identity: identity.name,
+    serverName: identity.serverName,
     opaqueTransport,
   };
 }
 
 export function pickEndpoint(
-  endpoints: Map<string, WeightedAddr>,
+  endpoints: Map<string, Endpoint>,
   prefer: SocketAddr,
-): WeightedAddr | undefined {
+): Endpoint | undefined {
   const exact = endpoints.get(addrKey(prefer.ip, prefer.port));
   if (exact) return exact;
   if (endpoints.size === 0) return undefined;
@@ -133,7 +129,7 @@ async function viaDestination(
     if (!ep) {
       return { kind: "plain", ip: dst.ip, port: dst.port, reason: "not_provided_by_service_discovery" };
     }
-    return endpointTarget(ep, dst);
+    return endpointTarget(ep);
   } finally {
     h.release();
   }
@@ -157,7 +153,7 @@ export async function resolveOutbound(d: Discovery, dst: SocketAddr, timeoutMs: 
     }
     const b = policyBackend(v.state);
     if (b?.kind === "balancer") return await viaDestination(d, b.path, dst, timeoutMs);
-    if (b?.kind === "forward" && b.addr.tlsIdentity) return endpointTarget(b.addr, dst);
+    if (b?.kind === "forward" && b.endpoint.identity) return endpointTarget(b.endpoint);
     return await viaDestination(d, self, dst, timeoutMs);
   } finally {
     h.release();

@@ -1,12 +1,20 @@
 import assert from "node:assert/strict";
 import { endpointTarget, pickEndpoint, policyBackend } from "./resolve.ts";
+import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import { fallbackPolicy, meshedEndpoint } from "../testing/control_plane.ts";
 import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
 
 const B = "b.ns.serviceaccount.identity.linkerd.cluster.local";
 
+/** The wire endpoint as discovery converts it. */
+function ep(w: Parameters<typeof endpointFromWire>[0]): Endpoint {
+  const e = endpointFromWire(w);
+  if (!e) throw new Error("fixture has no address");
+  return e;
+}
+
 Deno.test("outbound resolve: meshed endpoint with opaque transport goes to the inbound port", () => {
-  assert.deepEqual(endpointTarget(meshedEndpoint("10.0.0.2", 8080, B), { ip: "10.0.0.2", port: 8080 }), {
+  assert.deepEqual(endpointTarget(ep(meshedEndpoint("10.0.0.2", 8080, B))), {
     kind: "meshed",
     ip: "10.0.0.2",
     connectPort: 4143,
@@ -16,14 +24,14 @@ Deno.test("outbound resolve: meshed endpoint with opaque transport goes to the i
     opaqueTransport: true,
   });
   const noHint = { ...meshedEndpoint("10.0.0.2", 8080, B), protocolHint: undefined };
-  const t = endpointTarget(noHint, { ip: "10.0.0.2", port: 8080 });
+  const t = endpointTarget(ep(noHint));
   assert.equal(
     t.kind === "meshed" && t.connectPort,
     8080,
     "without opaque transport, TLS goes to the port itself",
   );
   const plain = { ...meshedEndpoint("10.0.0.2", 8080, B), tlsIdentity: undefined };
-  assert.equal(endpointTarget(plain, { ip: "10.0.0.2", port: 8080 }).kind, "plain");
+  assert.equal(endpointTarget(ep(plain)).kind, "plain");
 });
 
 Deno.test("outbound resolve: backends from forward and balancer policies", () => {
@@ -46,11 +54,33 @@ Deno.test("outbound resolve: backends from forward and balancer policies", () =>
 });
 
 Deno.test("outbound resolve: the endpoint matching the original destination wins", () => {
-  const eps = new Map([["10.0.0.1:80", meshedEndpoint("10.0.0.1", 80, B)], [
+  const eps = new Map([["10.0.0.1:80", ep(meshedEndpoint("10.0.0.1", 80, B))], [
     "10.0.0.2:80",
-    meshedEndpoint("10.0.0.2", 80, B),
+    ep(meshedEndpoint("10.0.0.2", 80, B)),
   ]]);
   const picked = pickEndpoint(eps, { ip: "10.0.0.2", port: 80 });
   assert.equal(picked, eps.get("10.0.0.2:80"));
   assert.equal(pickEndpoint(new Map(), { ip: "10.0.0.2", port: 80 }), undefined);
+});
+
+Deno.test("outbound resolve: an endpoint is read from the wire once, with the hints the stacks use", () => {
+  const w = {
+    ...meshedEndpoint("10.0.0.2", 8080, B),
+    protocolHint: { protocol: { $case: "h2" as const, value: {} }, opaqueTransport: { inboundPort: 4143 } },
+  };
+  assert.deepEqual(endpointFromWire(w, { namespace: "ns", pod: "set" }), {
+    ip: "10.0.0.2",
+    port: 8080,
+    identity: { name: B, serverName: B },
+    opaqueTransportPort: 4143,
+    h2: true,
+    metricLabels: { namespace: "ns", pod: "set" },
+  });
+  assert.equal(
+    endpointFromWire({ ...w, protocolHint: { protocol: undefined, opaqueTransport: { inboundPort: 70000 } } })
+      ?.opaqueTransportPort,
+    0,
+    "an inbound port out of range is no opaque transport",
+  );
+  assert.equal(endpointFromWire({ ...w, addr: undefined }), undefined);
 });

@@ -9,7 +9,7 @@
  * `hit.policy.backends.choose(rng, available)` → RouteBackend (its `key` names the balancer to use),
  * `execute(req, signal, hit.policy.plan, send, deps)` for retries and timeouts.
  */
-import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
+import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type {
   Backend,
   GrpcRoute,
@@ -20,7 +20,6 @@ import type {
   HttpRoute_RouteBackend,
   OutboundPolicy,
 } from "../../proto/gen_messages/outbound.ts";
-import { fromIpAddress } from "../../proto/ip.ts";
 import type { FailureAccrualConfig, QueueConfig } from "../balance/balancer.ts";
 import { failureAccrualConfig, peakEwmaConfig, queueConfig } from "../balance/config.ts";
 import type { PeakEwmaConfig } from "../balance/peak_ewma.ts";
@@ -38,7 +37,7 @@ import { type RouteHit, RouteTable } from "./table.ts";
 
 export type BackendTarget =
   | { readonly kind: "balancer"; readonly path: string; readonly ewma: PeakEwmaConfig }
-  | { readonly kind: "forward"; readonly addr: WeightedAddr; readonly ip: string; readonly port: number }
+  | { readonly kind: "forward"; readonly endpoint: Endpoint; readonly ip: string; readonly port: number }
   | { readonly kind: "invalid"; readonly message: string };
 
 export interface RouteBackend {
@@ -122,11 +121,10 @@ function compileBackend(
     key =
       `balancer ${d.value.path} ${ewma.defaultRttMs}/${ewma.decayMs} ${queue.capacity}/${queue.failfastMs}`;
   } else if (k?.$case === "forward") {
-    const a = k.value.addr;
-    if (!a?.ip) throw new RouteConfigError(`${what} backend ${describeMeta(meta)} forwards to no address`);
-    const ip = fromIpAddress(a.ip);
-    target = { kind: "forward", addr: k.value, ip, port: a.port };
-    key = `forward ${addrKey(ip, a.port)} ${queue.capacity}/${queue.failfastMs}`;
+    const e = endpointFromWire(k.value);
+    if (!e) throw new RouteConfigError(`${what} backend ${describeMeta(meta)} forwards to no address`);
+    target = { kind: "forward", endpoint: e, ip: e.ip, port: e.port };
+    key = `forward ${addrKey(e.ip, e.port)} ${queue.capacity}/${queue.failfastMs}`;
   } else {
     // As in Linkerd: a backend without a kind fails its requests rather than the whole policy.
     const message = `backend ${describeMeta(meta)} of ${what} has no target`;

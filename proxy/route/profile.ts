@@ -11,11 +11,11 @@
  * Path regexes are anchored the way Linkerd does it: the pattern is trimmed, then `^` and `$` are
  * added unless already present, and matched against the path without the query.
  */
+import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type {
   DestinationProfile,
   RequestMatch,
   ResponseMatch,
-  WeightedAddr,
 } from "../../proto/gen_messages/destination.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 import type { ResponseClassifier } from "../metrics/response_class.ts";
@@ -56,7 +56,7 @@ export class CompiledProfile {
   constructor(
     readonly fullyQualifiedName: string,
     readonly opaqueProtocol: boolean,
-    readonly endpoint: WeightedAddr | undefined,
+    readonly endpoint: Endpoint | undefined,
     readonly routes: readonly ProfileRoute[],
     /** dst_overrides; undefined when there are none. */
     readonly targets: Distribution<ProfileTarget> | undefined,
@@ -228,7 +228,7 @@ export function compileProfile(p: DestinationProfile, clock: Clock): CompiledPro
   return new CompiledProfile(
     p.fullyQualifiedName,
     p.opaqueProtocol,
-    p.endpoint,
+    p.endpoint ? endpointFromWire(p.endpoint) : undefined,
     routes,
     overrides.length > 0 ? Distribution.randomAvailable(overrides) : undefined,
     budget,

@@ -4,7 +4,7 @@
  * The logical layer (`logical.ts`) picks which backend a request goes to; the endpoint layer
  * (`endpoint.ts`) sends it.
  */
-import type { WeightedAddr } from "../../../proto/gen_messages/destination.ts";
+import type { Endpoint } from "../../core/endpoint.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { addrKey, type Discovery, type EndpointSet } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
@@ -38,7 +38,7 @@ function isLocal(ip: string, local: ReadonlySet<string>): boolean {
 /** What one backend balances over: a Destination.Get path, or one fixed address. */
 export type BackendSource =
   | { kind: "path"; path: string }
-  | { kind: "forward"; addr: WeightedAddr | undefined; ip: string; port: number };
+  | { kind: "forward"; endpoint: Endpoint | undefined; ip: string; port: number };
 
 /** One balancer with its endpoint clients, kept in sync with its discovery watch. */
 export class BackendState {
@@ -71,14 +71,14 @@ export class BackendState {
     // A forward without mesh metadata asks Destination about that address (as the L4 path does).
     const path = source.kind === "path"
       ? source.path
-      : source.addr?.tlsIdentity
+      : source.endpoint?.identity
       ? undefined
       : addrKey(source.ip, source.port);
     this.#handle = path === undefined ? undefined : deps.discovery.destination.subscribe(path);
   }
 
-  #target(w: WeightedAddr | undefined, ip: string, port: number): Target {
-    if (isLocal(ip, this.#deps.localIps) || !w) {
+  #target(e: Endpoint | undefined, ip: string, port: number): Target {
+    if (isLocal(ip, this.#deps.localIps) || !e) {
       return {
         kind: "plain",
         ip,
@@ -86,7 +86,7 @@ export class BackendState {
         reason: isLocal(ip, this.#deps.localIps) ? "loopback" : "not_provided_by_service_discovery",
       };
     }
-    return endpointTarget(w, { ip, port });
+    return endpointTarget(e);
   }
 
   #sync(): void {
@@ -94,27 +94,24 @@ export class BackendState {
     if (this.#handle && state === this.#synced) return;
     if (!this.#handle && this.#synced !== null) return;
     this.#synced = this.#handle ? state : true;
-    const want = new Map<string, { w: WeightedAddr | undefined; ip: string; port: number }>();
+    const want = new Map<string, { e: Endpoint | undefined; ip: string; port: number }>();
     const s = this.#source;
     if (s.kind === "path") {
-      for (const [k, w] of state?.endpoints ?? []) {
-        const t = endpointTarget(w, { ip: "", port: 0 });
-        want.set(k, { w, ip: t.ip, port: t.kind === "meshed" ? t.targetPort : t.port });
-      }
+      for (const [k, e] of state?.endpoints ?? []) want.set(k, { e, ip: e.ip, port: e.port });
     } else {
       const k = addrKey(s.ip, s.port);
       const found = state?.endpoints.get(k);
-      want.set(k, { w: s.addr?.tlsIdentity ? s.addr : found, ip: s.ip, port: s.port });
+      want.set(k, { e: s.endpoint?.identity ? s.endpoint : found, ip: s.ip, port: s.port });
     }
     const next = new Map<string, EndpointClient>();
     for (const [k, e] of want) {
-      const target = this.#target(e.w, e.ip, e.port);
+      const target = this.#target(e.e, e.ip, e.port);
       const old = this.#clients.get(k);
-      if (old && old.sameAs(target, e.w)) {
+      if (old && old.sameAs(target, e.e)) {
         next.set(k, old);
         continue;
       }
-      const c = new EndpointClient(target, e.w, this.#deps);
+      const c = new EndpointClient(target, e.e, this.#deps);
       c.warm();
       next.set(k, c);
     }

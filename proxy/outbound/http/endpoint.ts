@@ -12,7 +12,7 @@
  */
 import type * as net from "node:net";
 import type { Duplex } from "node:stream";
-import type { WeightedAddr } from "../../../proto/gen_messages/destination.ts";
+import type { Endpoint } from "../../core/endpoint.ts";
 import type { SessionProtocol } from "../../../proto/gen_messages/transport_header.ts";
 import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../../proto/transport_header_frame.ts";
 import type { Log } from "../../log.ts";
@@ -53,11 +53,11 @@ export class EndpointClient {
   /** A transport opened ahead of the first HTTP/2 request (see `warm`). */
   #spare: Promise<net.Socket> | undefined;
 
-  constructor(target: Target, meta: WeightedAddr | undefined, deps: EndpointClientDeps) {
+  constructor(target: Target, meta: Endpoint | undefined, deps: EndpointClientDeps) {
     this.target = target;
     this.#deps = deps;
     this.addr = addrText(target.ip, target.kind === "meshed" ? target.targetPort : target.port);
-    this.upgrade = target.kind === "meshed" && meta?.protocolHint?.protocol?.$case === "h2";
+    this.upgrade = target.kind === "meshed" && meta?.h2 === true;
     const tls: Record<string, string> = target.kind === "meshed"
       ? { tls: "true", server_id: target.identity }
       : { tls: "no_identity", no_tls_reason: target.reason };
@@ -65,9 +65,9 @@ export class EndpointClient {
   }
 
   /** Same wire behaviour as `other` would have (so a discovery update can keep this client). */
-  sameAs(target: Target, meta: WeightedAddr | undefined): boolean {
+  sameAs(target: Target, meta: Endpoint | undefined): boolean {
     const t = this.target;
-    const upgrade = target.kind === "meshed" && meta?.protocolHint?.protocol?.$case === "h2";
+    const upgrade = target.kind === "meshed" && meta?.h2 === true;
     if (upgrade !== this.upgrade || t.kind !== target.kind || t.ip !== target.ip) return false;
     if (t.kind === "plain" && target.kind === "plain") return t.port === target.port;
     if (t.kind === "meshed" && target.kind === "meshed") {

@@ -151,7 +151,7 @@ class DestinationService {
     if (t.kind === "invalid") throw new HttpError(500, t.message, "invalid_backend", 13);
     const source: BackendSource = t.kind === "balancer"
       ? { kind: "path", path: t.path }
-      : { kind: "forward", addr: t.addr, ip: t.ip, port: t.port };
+      : { kind: "forward", endpoint: t.endpoint, ip: t.ip, port: t.port };
     const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
     b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
     this.#routeBackends.set(rb.key, b);
@@ -170,7 +170,7 @@ class DestinationService {
       () =>
         new BackendState(
           addrKey(d.ip, d.port),
-          { kind: "forward", addr: undefined, ip: d.ip, port: d.port },
+          { kind: "forward", endpoint: undefined, ip: d.ip, port: d.port },
           { ewma: DEFAULT_PEAK_EWMA, queue: DEFAULT_QUEUE, accrual: undefined },
           this.#deps,
         ),

@@ -1,0 +1,41 @@
+/**
+ * One endpoint as the proxy uses it, converted once from Destination's `WeightedAddr` where
+ * discovery receives it (and where a policy names a forward address): the stacks read these
+ * fields, never the generated message.
+ */
+import type { WeightedAddr } from "../../proto/gen_messages/destination.ts";
+import { fromIpAddress } from "../../proto/ip.ts";
+
+export interface Endpoint {
+  readonly ip: string;
+  readonly port: number;
+  /** Mesh identity (DNS-like name) and TLS server name, when the endpoint is meshed. */
+  readonly identity: { readonly name: string; readonly serverName: string } | undefined;
+  /** The peer proxy's inbound port for opaque transport, 0 when it did not ask for it. */
+  readonly opaqueTransportPort: number;
+  /** The peer proxy takes HTTP/2 (Linkerd's `h2` protocol hint): HTTP/1 is upgraded to it. */
+  readonly h2: boolean;
+  /** Labels for the endpoint's metrics (namespace, service, pod, …). */
+  readonly metricLabels: Readonly<Record<string, string>>;
+}
+
+/** The endpoint of a Destination address; undefined when it carries no IP. */
+export function endpointFromWire(w: WeightedAddr, setLabels?: Record<string, string>): Endpoint | undefined {
+  const a = w.addr;
+  if (!a?.ip) return undefined;
+  const id = w.tlsIdentity;
+  const name = id?.strategy?.$case === "dnsLikeIdentity" ? id.strategy.value.name : undefined;
+  const serverName = id?.serverName?.name || name;
+  const inbound = w.protocolHint?.opaqueTransport?.inboundPort ?? 0;
+  return {
+    ip: fromIpAddress(a.ip),
+    port: a.port,
+    identity: name && serverName ? { name, serverName } : undefined,
+    opaqueTransportPort: inbound > 0 && inbound < 65536 ? inbound : 0,
+    h2: w.protocolHint?.protocol?.$case === "h2",
+    // Set-level labels (namespace, service, …) apply to every address; an address's own win.
+    metricLabels: setLabels && Object.keys(setLabels).length > 0
+      ? { ...setLabels, ...w.metricLabels }
+      : w.metricLabels,
+  };
+}
