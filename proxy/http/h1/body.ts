@@ -6,7 +6,7 @@
  */
 import type { Body, HeaderList } from "../message.ts";
 import { H1ParseError } from "./errors.ts";
-import { type H1Limits, latin1, parseTrailers } from "./head.ts";
+import { type H1Limits, indexOfByte, latin1, parseTrailers } from "./head.ts";
 import type { SocketReader } from "./reader.ts";
 
 /** The connection a body belongs to, told when it is first read and when it is over. */
@@ -209,7 +209,7 @@ export class ChunkedBody extends WireBody {
     for (;;) {
       const c = r.take(Infinity);
       if (c === null) return undefined;
-      const lf = c.indexOf(10);
+      const lf = indexOfByte(c, 10, 0);
       if (lf < 0) {
         this.#line += latin1(c);
         if (this.#line.length > max) throw new H1ParseError(this.status, `${what} longer than ${max} bytes`);

@@ -285,7 +285,7 @@ export class Http1Connection implements BodyOwner {
   #response(req: HttpRequest, bytes: Uint8Array): HttpResponse | undefined {
     let h;
     try {
-      h = parseResponseHead(bytes, this.#limits, req.method);
+      h = parseResponseHead(bytes, this.#limits, req.method, this.#heads.start, this.#heads.end);
     } catch (e) {
       this.#fail(e as Error);
       throw e;

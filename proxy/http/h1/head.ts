@@ -74,6 +74,16 @@ export interface ResponseHead {
 const CR = 13;
 const LF = 10;
 
+const typedIndexOf = Uint8Array.prototype.indexOf;
+
+/**
+ * The index of byte `b` in `c` from `from`, or -1. The typed-array method, not `Buffer`'s
+ * (node's `indexOf` goes through a helper that allocates on every call).
+ */
+export function indexOfByte(c: Uint8Array, b: number, from: number): number {
+  return typedIndexOf.call(c, b, from);
+}
+
 /**
  * Finds the empty line that ends a head, across chunks. Any LF [CR] LF sequence counts, so a head
  * with bare LF line endings is found too and then rejected by the parser, instead of waiting for a
@@ -93,7 +103,7 @@ export class HeadScanner {
     const n = c.length;
     while (i < n) {
       if (st === 0) {
-        const j = c.indexOf(LF, i);
+        const j = indexOfByte(c, LF, i);
         if (j < 0) break;
         st = 1;
         i = j + 1;
@@ -172,18 +182,124 @@ interface Fields {
   teTrailers: boolean;
 }
 
+/** One `Fields` for every parse: parsing is synchronous, and only `headers` leaves it. */
+const scratch: Fields = {
+  headers: new HeaderList(),
+  host: undefined,
+  hostCount: 0,
+  contentLength: -1,
+  te: undefined,
+  connection: undefined,
+  upgrade: undefined,
+  expect: undefined,
+  teTrailers: false,
+};
+
 function newFields(): Fields {
-  return {
-    headers: new HeaderList(),
-    host: undefined,
-    hostCount: 0,
-    contentLength: -1,
-    te: undefined,
-    connection: undefined,
-    upgrade: undefined,
-    expect: undefined,
-    teTrailers: false,
-  };
+  const f = scratch;
+  f.headers = new HeaderList();
+  f.host =
+    f.te =
+    f.connection =
+    f.upgrade =
+    f.expect =
+      undefined;
+  f.hostCount = 0;
+  f.contentLength = -1;
+  f.teTrailers = false;
+  return f;
+}
+
+/**
+ * Field names most messages carry, so a parsed name is one of these strings instead of a new one
+ * per field (they are compared by identity afterwards, too). Only [a-z0-9-], which `fieldName`'s
+ * case folding relies on.
+ */
+const KNOWN_NAMES = [
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "accept-ranges",
+  "access-control-allow-origin",
+  "authorization",
+  "cache-control",
+  "connection",
+  "content-encoding",
+  "content-length",
+  "content-type",
+  "cookie",
+  "date",
+  "etag",
+  "expect",
+  "grpc-accept-encoding",
+  "grpc-encoding",
+  "grpc-message",
+  "grpc-status",
+  "grpc-timeout",
+  "host",
+  "if-modified-since",
+  "if-none-match",
+  "keep-alive",
+  "l5d-client-id",
+  "l5d-dst-canonical",
+  "l5d-dst-override",
+  "l5d-orig-proto",
+  "l5d-proxy-error",
+  "last-modified",
+  "location",
+  "origin",
+  "pragma",
+  "proxy-connection",
+  "range",
+  "referer",
+  "server",
+  "set-cookie",
+  "te",
+  "traceparent",
+  "tracestate",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "user-agent",
+  "vary",
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "x-request-id",
+];
+const NAMES_BY_LENGTH: string[][] = [];
+for (const n of KNOWN_NAMES) {
+  if (!/^[a-z0-9-]+$/.test(n)) throw new Error(`known header name ${n} is not [a-z0-9-]`);
+  (NAMES_BY_LENGTH[n.length] ??= []).push(n);
+}
+
+/**
+ * The lower-cased name in `s[start, end)`, whose chars are tchar (checked before). Compares with
+ * `| 0x20`: for tchar input that folds exactly A-Z onto a-z and changes no char into a digit,
+ * letter or "-" that it was not (the chars that would map there are controls or CR).
+ */
+function fieldName(s: string, start: number, end: number, upper: boolean): string {
+  const known = NAMES_BY_LENGTH[end - start];
+  if (known !== undefined) {
+    next: for (let k = 0; k < known.length; k++) {
+      const n = known[k];
+      for (let i = 0; i < n.length; i++) {
+        if ((s.charCodeAt(start + i) | 0x20) !== n.charCodeAt(i)) continue next;
+      }
+      return n;
+    }
+  }
+  const name = s.slice(start, end);
+  return upper ? name.toLowerCase() : name;
+}
+
+/** A Content-Length value that is its number's own decimal form (no list, blanks or leading 0). */
+function plainDecimal(v: string): boolean {
+  if (v.length > 1 && v.charCodeAt(0) === 48) return false;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 function parseContentLength(v: string, status: number): number {
@@ -268,8 +384,7 @@ function parseFields(
       }
       if (c >= 65 && c <= 90) upper = true;
     }
-    let name = s.slice(pos, colon);
-    if (upper) name = name.toLowerCase();
+    const name = fieldName(s, pos, colon, upper);
     let vs = colon + 1, ve = end;
     while (vs < ve && (s.charCodeAt(vs) === 32 || s.charCodeAt(vs) === 9)) vs++;
     while (ve > vs && (s.charCodeAt(ve - 1) === 32 || s.charCodeAt(ve - 1) === 9)) ve--;
@@ -291,7 +406,7 @@ function parseFields(
         if (f.contentLength >= 0 && n !== f.contentLength) {
           throw new H1ParseError(status, `conflicting Content-Length values ${f.contentLength} and ${n}`);
         }
-        if (f.contentLength < 0) list.raw.push(name, String(n));
+        if (f.contentLength < 0) list.raw.push(name, plainDecimal(value) ? value : String(n));
         f.contentLength = n;
         break;
       }
@@ -324,9 +439,11 @@ function parseFields(
 
 const FIELDS_KEPT_IN_CONNECTION = new Set(["close", "keep-alive", "upgrade", "te"]);
 
+const NO_TOKENS: readonly string[] = [];
+
 /** Removes fields the Connection header names as hop-by-hop; returns the tokens. */
-function applyConnection(f: Fields): string[] {
-  if (f.connection === undefined) return [];
+function applyConnection(f: Fields): readonly string[] {
+  if (f.connection === undefined) return NO_TOKENS;
   const tokens = listTokens(f.connection);
   for (const t of tokens) {
     if (!FIELDS_KEPT_IN_CONNECTION.has(t)) f.headers.delete(t);
@@ -354,6 +471,40 @@ function chunkedFraming(te: string, status: number, unsupported: number): boolea
   return true;
 }
 
+/** The version in `s[start, end)`; the common two without slicing it out first. */
+function parseVersionAt(s: string, start: number, end: number, status: number): HttpVersion {
+  if (end - start === 8 && s.startsWith("HTTP/1.", start)) {
+    const minor = s.charCodeAt(start + 7);
+    if (minor === 49) return "HTTP/1.1";
+    if (minor === 48) return "HTTP/1.0";
+  }
+  return parseVersion(s.slice(start, end), status);
+}
+
+/** The method in `s[0, end)`: the common ones as constants, others sliced out. */
+function methodAt(s: string, end: number): string {
+  switch (end) {
+    case 3:
+      if (s.startsWith("GET")) return "GET";
+      if (s.startsWith("PUT")) return "PUT";
+      break;
+    case 4:
+      if (s.startsWith("POST")) return "POST";
+      if (s.startsWith("HEAD")) return "HEAD";
+      break;
+    case 5:
+      if (s.startsWith("PATCH")) return "PATCH";
+      break;
+    case 6:
+      if (s.startsWith("DELETE")) return "DELETE";
+      break;
+    case 7:
+      if (s.startsWith("OPTIONS")) return "OPTIONS";
+      break;
+  }
+  return s.slice(0, end);
+}
+
 function parseVersion(v: string, status: number): HttpVersion {
   if (v === "HTTP/1.1") return "HTTP/1.1";
   if (v === "HTTP/1.0") return "HTTP/1.0";
@@ -361,9 +512,14 @@ function parseVersion(v: string, status: number): HttpVersion {
   throw new H1ParseError(status, `malformed HTTP version "${v.slice(0, 32)}"`);
 }
 
-/** Parses a complete request head (bytes up to and including the empty line). */
-export function parseRequestHead(bytes: Uint8Array, limits: H1Limits): RequestHead {
-  const s = latin1(bytes);
+/** Parses a complete request head (`bytes[start, end)`, up to and including the empty line). */
+export function parseRequestHead(
+  bytes: Uint8Array,
+  limits: H1Limits,
+  start = 0,
+  end = bytes.length,
+): RequestHead {
+  const s = latin1(bytes, start, end);
   const lf = s.indexOf("\n");
   if (lf < 1 || s.charCodeAt(lf - 1) !== CR) {
     throw new H1ParseError(400, "request line does not end with CRLF");
@@ -382,8 +538,8 @@ export function parseRequestHead(bytes: Uint8Array, limits: H1Limits): RequestHe
     const c = s.charCodeAt(i);
     if (c <= 32 || c === 127) throw new H1ParseError(400, `invalid character ${hex2(c)} in request target`);
   }
-  const version = parseVersion(s.slice(sp2 + 1, le), 400);
-  const method = s.slice(0, sp1);
+  const version = parseVersionAt(s, sp2 + 1, le, 400);
+  const method = methodAt(s, sp1);
   const target = s.slice(sp1 + 1, sp2);
 
   const f = newFields();
@@ -492,11 +648,17 @@ export function parseRequestHead(bytes: Uint8Array, limits: H1Limits): RequestHe
 }
 
 /**
- * Parses a complete response head. `requestMethod` decides bodies of HEAD responses; errors carry
- * status 502 (the upstream sent something the proxy cannot pass on safely).
+ * Parses a complete response head (`bytes[start, end)`). `requestMethod` decides bodies of HEAD
+ * responses; errors carry status 502 (the upstream sent something the proxy cannot pass on safely).
  */
-export function parseResponseHead(bytes: Uint8Array, limits: H1Limits, requestMethod: string): ResponseHead {
-  const s = latin1(bytes);
+export function parseResponseHead(
+  bytes: Uint8Array,
+  limits: H1Limits,
+  requestMethod: string,
+  start = 0,
+  end = bytes.length,
+): ResponseHead {
+  const s = latin1(bytes, start, end);
   const lf = s.indexOf("\n");
   if (lf < 1 || s.charCodeAt(lf - 1) !== CR) {
     throw new H1ParseError(502, "status line does not end with CRLF");
@@ -504,7 +666,7 @@ export function parseResponseHead(bytes: Uint8Array, limits: H1Limits, requestMe
   const le = lf - 1;
   const sp = s.indexOf(" ");
   if (sp < 0 || sp > le) throw new H1ParseError(502, "malformed status line");
-  const version = parseVersion(s.slice(0, sp), 502);
+  const version = parseVersionAt(s, 0, sp, 502);
   if (le < sp + 4) throw new H1ParseError(502, "malformed status line");
   let status = 0;
   for (let i = sp + 1; i < sp + 4; i++) {

@@ -6,11 +6,18 @@
 import type { Duplex } from "node:stream";
 import { HeadScanner } from "./head.ts";
 
+const EMPTY = new Uint8Array(0);
+/** A queue array longer than this is dropped when it empties, not kept for the next bytes. */
+const KEEP_SLOTS = 16;
+
 export class SocketReader {
   readonly sock: Duplex;
   readonly highWater: number;
+  // Chunks #first..#end-1 are queued. The array is kept when it empties (slots cleared) so each
+  // request does not grow a new one.
   #chunks: Uint8Array[] = [];
   #first = 0;
+  #end = 0;
   buffered = 0;
   /** The peer ended its side (FIN). */
   eof = false;
@@ -32,7 +39,7 @@ export class SocketReader {
   }
 
   #onData = (c: Uint8Array): void => {
-    this.#chunks.push(c);
+    this.#chunks[this.#end++] = c;
     this.buffered += c.length;
     if (this.buffered >= this.highWater && !this.#paused) {
       this.#paused = true;
@@ -76,9 +83,9 @@ export class SocketReader {
     if (c.length > max) {
       this.#chunks[this.#first] = c.subarray(max);
       c = c.subarray(0, max);
-    } else if (++this.#first === this.#chunks.length) {
-      this.#chunks.length = 0;
-      this.#first = 0;
+    } else {
+      this.#chunks[this.#first] = EMPTY;
+      if (++this.#first === this.#end) this.#emptied();
     }
     this.buffered -= c.length;
     if (this.#paused && this.buffered < this.highWater) {
@@ -105,11 +112,20 @@ export class SocketReader {
     return b;
   }
 
+  #emptied(): void {
+    this.#first = this.#end = 0;
+    if (this.#chunks.length > KEEP_SLOTS) this.#chunks = [];
+  }
+
   /** Puts bytes back at the front (the part of a chunk after a head). */
   unread(c: Uint8Array): void {
     if (c.length === 0) return;
     if (this.#first > 0) this.#chunks[--this.#first] = c;
-    else this.#chunks.unshift(c);
+    else if (this.#end === 0) this.#chunks[this.#end++] = c;
+    else {
+      this.#chunks.splice(0, 0, c);
+      this.#end++;
+    }
     this.buffered += c.length;
   }
 
@@ -153,9 +169,9 @@ export class SocketReader {
     s.off("error", this.#onError);
     s.off("close", this.#onClose);
     s.pause();
-    const rest = this.#chunks.slice(this.#first);
-    this.#chunks.length = 0;
-    this.#first = 0;
+    const rest = this.#chunks.slice(this.#first, this.#end);
+    this.#chunks = [];
+    this.#first = this.#end = 0;
     this.buffered = 0;
     this.#notify();
     return rest;
@@ -173,6 +189,9 @@ export class HeadReader {
   #total = 0;
   /** Bytes of the current head seen so far (for the header-read timeout). */
   seen = 0;
+  /** Where the head `pull` returned lies in the array it returned (no subarray per head). */
+  start = 0;
+  end = 0;
 
   constructor(readonly maxBytes: number, readonly skipLeadingCrlf: boolean) {}
 
@@ -184,8 +203,8 @@ export class HeadReader {
   }
 
   /**
-   * The complete head, or null if more bytes are needed. Returns -1 (as a number) when the head
-   * exceeds `maxBytes`.
+   * The bytes holding the complete head at [`start`, `end`), or null if more bytes are needed.
+   * Returns -1 (as a number) when the head exceeds `maxBytes`.
    */
   pull(reader: SocketReader): Uint8Array | null | -1 {
     for (;;) {
@@ -210,7 +229,9 @@ export class HeadReader {
       if (size > this.maxBytes) return -1;
       if (this.#parts.length === 0) {
         this.reset();
-        return c.subarray(start, end);
+        this.start = start;
+        this.end = end;
+        return c;
       }
       const out = new Uint8Array(size);
       let off = 0;
@@ -220,6 +241,8 @@ export class HeadReader {
       }
       out.set(c.subarray(start, end), off);
       this.reset();
+      this.start = 0;
+      this.end = size;
       return out;
     }
   }

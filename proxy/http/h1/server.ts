@@ -189,7 +189,7 @@ class ServerConn implements BodyOwner {
         this.#setState(BUSY, 0);
         let head: RequestHead;
         try {
-          head = parseRequestHead(bytes, this.limits);
+          head = parseRequestHead(bytes, this.limits, this.heads.start, this.heads.end);
         } catch (e) {
           await this.#reject(e);
           break;

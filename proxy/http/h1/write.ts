@@ -250,6 +250,9 @@ export function requestHead(req: HttpRequest, frame: number, length: number): Ui
 }
 
 const CRLF = new Uint8Array([13, 10]);
+const NO_BYTES = new Uint8Array(0);
+/** A parts array longer than this is dropped after a flush rather than kept. */
+const KEEP_PARTS = 16;
 const LAST_CHUNK = new Uint8Array([48, 13, 10, 13, 10]); // "0\r\n\r\n"
 const HEX = "0123456789abcdef";
 
@@ -286,7 +289,9 @@ export function drained(sock: Duplex): Promise<void> {
  */
 export class Outbox {
   #head: Uint8Array | undefined = undefined;
+  // Parts 0..#n-1 are pending; the array is kept between messages (slots cleared).
   #parts: Uint8Array[] = [];
+  #n = 0;
   #bytes = 0;
 
   get pendingBytes(): number {
@@ -298,7 +303,7 @@ export class Outbox {
   }
 
   push(c: Uint8Array): void {
-    this.#parts.push(c);
+    this.#parts[this.#n++] = c;
     this.#bytes += c.length;
   }
 
@@ -313,7 +318,7 @@ export class Outbox {
     const head = this.#head;
     const headLength = head === undefined ? 0 : head.length;
     const parts = this.#parts;
-    const n = parts.length;
+    const n = this.#n;
     const bytes = this.#bytes;
     if (headLength === 0 && n === 0) return true;
     if (sock.destroyed) throw new Error("connection closed while writing");
@@ -342,15 +347,16 @@ export class Outbox {
       for (let i = 0; i < n; i++) ok = sock.write(parts[i]);
       sock.uncork();
     }
-    this.#head = undefined;
-    parts.length = 0;
-    this.#bytes = 0;
+    this.clear();
     return ok;
   }
 
   clear(): void {
     this.#head = undefined;
-    this.#parts.length = 0;
+    const parts = this.#parts;
+    if (parts.length > KEEP_PARTS) this.#parts = [];
+    else parts.fill(NO_BYTES, 0, this.#n);
+    this.#n = 0;
     this.#bytes = 0;
   }
 }
