@@ -10,6 +10,10 @@ import {
 } from "../../proto/gen_messages/destination.ts";
 import { InboundServerPoliciesDefinition, type Server } from "../../proto/gen_messages/inbound.ts";
 import { OutboundPoliciesDefinition, type OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
+import type { Clock } from "../../proto/support/clock.ts";
+import { preciseClock } from "../core/clock.ts";
+import { type OutboundView, outboundView } from "./outbound_view.ts";
+import { type ProfileView, profileView } from "./profile_view.ts";
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
@@ -48,6 +52,8 @@ export interface DiscoveryOptions {
   registry?: Registry;
   /** Invalid inbound policies are logged here (warn), and the recovery (info). */
   log?: Log;
+  /** For compiled service profiles (retry budgets, sub-millisecond timing by default). */
+  clock?: Clock;
 }
 
 const WATCH_PORT = methodOf(InboundServerPoliciesDefinition, "watchPort");
@@ -151,10 +157,10 @@ export function reduceDestination(prev: EndpointSet | undefined, u: Update): End
 
 export class Discovery {
   readonly inbound: SharedWatch<number, Server, InboundPortPolicy>;
-  readonly outbound: SharedWatch<{ ip: string; port: number }, OutboundPolicy, OutboundPolicy>;
+  readonly outbound: SharedWatch<{ ip: string; port: number }, OutboundPolicy, OutboundView>;
   readonly destination: SharedWatch<string, Update, EndpointSet>;
   /** Keyed by `ip:port` of the original destination, as the proxy asks (each message replaces the last). */
-  readonly profile: SharedWatch<string, DestinationProfile, DestinationProfile>;
+  readonly profile: SharedWatch<string, DestinationProfile, ProfileView>;
   #channels: GrpcChannel[] = [];
 
   constructor(o: DiscoveryOptions) {
@@ -163,6 +169,7 @@ export class Discovery {
     const dst = controlChannel(o.destination, o.store, o.backoff, { log: o.log });
     this.#channels.push(policy.channel, dst.channel);
     const policyMetrics = new InboundPolicyMetrics(o.registry ?? new Registry());
+    const clock = o.clock ?? preciseClock;
     this.inbound = new SharedWatch({
       name: "inbound_policy",
       keyOf: (port) => String(port),
@@ -185,11 +192,20 @@ export class Discovery {
           signal,
           on,
         ),
-      reduce: (_prev, msg) => {
+      reduce: (prev, msg, t) => {
         if (!msg.protocol?.kind || !msg.metadata) {
           throw new Error("outbound policy lacks protocol or metadata");
         }
-        return msg;
+        const v = outboundView(prev, msg);
+        if (v.httpError !== undefined) {
+          o.log?.(
+            "warn",
+            `outbound policy for ${
+              addrKey(t.ip, t.port)
+            } has invalid HTTP routes, keeping the previous ones: ${v.httpError}`,
+          );
+        }
+        return v;
       },
       terminalCodes: OUTBOUND_NO_RETRY,
       idleMs: o.outboundIdleMs,
@@ -212,7 +228,13 @@ export class Discovery {
       keyOf: (p) => p,
       open: (path, signal, on) =>
         runStream(dst.client, GET_PROFILE, { scheme: "", path, contextToken: o.contextToken }, signal, on),
-      reduce: (_prev, msg) => msg,
+      reduce: (prev, msg) => {
+        const v = profileView(prev, msg, clock);
+        if (v.error !== undefined) {
+          o.log?.("warn", `service profile ${msg.fullyQualifiedName} is invalid: ${v.error}`);
+        }
+        return v;
+      },
       terminalCodes: NO_RETRY,
       idleMs: o.outboundIdleMs,
       backoff: o.backoff,

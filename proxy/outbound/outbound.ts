@@ -9,11 +9,10 @@
  */
 import type * as net from "node:net";
 import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
-import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
+import type { OutboundView } from "../discovery/outbound_view.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 import { DetectError, detectProtocol } from "../http/detect.ts";
 import type { OutboundHttp } from "./http/logical.ts";
-import { durationMs } from "../core/duration.ts";
 import type { Log } from "../log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";
@@ -100,7 +99,7 @@ export class Outbound {
     const o = this.#o;
     const h = o.discovery.outbound.subscribe({ ip: dst.ip, port: dst.port });
     const p = o.discovery.profile.subscribe(addrKey(dst.ip, dst.port));
-    let policy: OutboundPolicy | undefined;
+    let policy: OutboundView | undefined;
     try {
       // Both lookups run in parallel; a profile that never comes (a control plane without
       // profiles) is waited for only while its watch is new, so later connections do not pay.
@@ -116,21 +115,14 @@ export class Outbound {
       h.release();
       p.release();
     }
-    const k = policy?.protocol?.kind;
-    switch (k?.$case) {
+    switch (policy?.protocol) {
       case "http1":
         return "http1";
       case "http2":
       case "grpc":
         return "http2";
       case "detect": {
-        let timeoutMs = o.detectTimeoutMs;
-        try {
-          timeoutMs = durationMs(k.value.timeout, "detect.timeout") ?? timeoutMs;
-        } catch {
-          // An invalid duration: the configured default.
-        }
-        const d = await detectProtocol(sock, timeoutMs);
+        const d = await detectProtocol(sock, policy.detectTimeoutMs ?? o.detectTimeoutMs);
         if (d.timedOut) {
           o.metrics.outboundErrors.inc({ error: "detect_timeout", target_addr: target });
           o.log(

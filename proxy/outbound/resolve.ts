@@ -2,10 +2,9 @@
  * What an outbound connection's original destination is: a meshed endpoint (connect with mesh
  * TLS to its identity, through the peer's inbound port with a transport header when it asks for
  * opaque transport) or anything else (forward as plain TCP). The pure parts read the outbound
- * policy and endpoint metadata; `resolveOutbound` asks the discovery watches, with a deadline.
+ * policy's view and endpoints; `resolveOutbound` asks the discovery watches, with a deadline.
  */
-import type { Backend, OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
-import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
+import type { Endpoint } from "../core/endpoint.ts";
 import type { SocketAddr } from "../transport/orig_dst.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 
@@ -22,63 +21,8 @@ export type Target =
     opaqueTransport: boolean;
   };
 
-export type PolicyBackend = { kind: "forward"; endpoint: Endpoint } | { kind: "balancer"; path: string };
-
 export class ResolveError extends Error {
   override name = "ResolveError";
-}
-
-function fromBackend(b: Backend | undefined): PolicyBackend | undefined {
-  switch (b?.kind?.$case) {
-    case "forward": {
-      const endpoint = endpointFromWire(b.kind.value);
-      return endpoint ? { kind: "forward", endpoint } : undefined;
-    }
-    case "balancer": {
-      const d = b.kind.value.discovery?.kind;
-      return d?.$case === "dst" ? { kind: "balancer", path: d.value.path } : undefined;
-    }
-    default:
-      return undefined;
-  }
-}
-
-type AnyDistribution = {
-  kind?:
-    | { $case: "empty"; value: unknown }
-    | { $case: "firstAvailable"; value: { backends: { backend?: Backend }[] } }
-    | { $case: "randomAvailable"; value: { backends: { backend?: { backend?: Backend } }[] } }
-    | undefined;
-};
-
-function fromDistribution(d: AnyDistribution | undefined): PolicyBackend | undefined {
-  switch (d?.kind?.$case) {
-    case "firstAvailable":
-      return fromBackend(d.kind.value.backends[0]?.backend);
-    case "randomAvailable":
-      return fromBackend(d.kind.value.backends[0]?.backend?.backend);
-    default:
-      return undefined;
-  }
-}
-
-/** The backend an L4 connection uses: the first rule's first backend of the opaque (or first) route. */
-export function policyBackend(p: OutboundPolicy): PolicyBackend | undefined {
-  const k = p.protocol?.kind;
-  if (!k) return undefined;
-  const routes: { rules: { backends?: AnyDistribution }[] }[] = k.$case === "detect"
-    ? k.value.opaque?.routes ?? []
-    : k.$case === "http1" || k.$case === "http2" || k.$case === "grpc" || k.$case === "opaque" ||
-        k.$case === "tls"
-    ? k.value.routes
-    : [];
-  for (const r of routes) {
-    for (const rule of r.rules) {
-      const b = fromDistribution(rule.backends);
-      if (b) return b;
-    }
-  }
-  return undefined;
 }
 
 /** Mesh target for an endpoint carrying a TLS identity; plain otherwise. */
@@ -151,7 +95,7 @@ export async function resolveOutbound(d: Discovery, dst: SocketAddr, timeoutMs: 
       }
       return await viaDestination(d, self, dst, timeoutMs);
     }
-    const b = policyBackend(v.state);
+    const b = v.state.l4;
     if (b?.kind === "balancer") return await viaDestination(d, b.path, dst, timeoutMs);
     if (b?.kind === "forward" && b.endpoint.identity) return endpointTarget(b.endpoint);
     return await viaDestination(d, self, dst, timeoutMs);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { endpointTarget, pickEndpoint, policyBackend } from "./resolve.ts";
+import { endpointTarget, pickEndpoint } from "./resolve.ts";
+import { policyBackend } from "../discovery/outbound_view.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import { fallbackPolicy, meshedEndpoint } from "../testing/control_plane.ts";
 import type { OutboundPolicy } from "../../proto/gen_messages/outbound.ts";

@@ -11,8 +11,8 @@
  * update is logged and the previous compiled one is kept.
  */
 import type * as net from "node:net";
-import type { DestinationProfile } from "../../../proto/gen_messages/destination.ts";
-import type { OutboundPolicy } from "../../../proto/gen_messages/outbound.ts";
+import type { OutboundView } from "../../discovery/outbound_view.ts";
+import type { ProfileView } from "../../discovery/profile_view.ts";
 import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../log.ts";
@@ -28,14 +28,9 @@ import { serveHttp1 } from "../../http/h1/mod.ts";
 import { serveHttp2 } from "../../http/h2/server.ts";
 import { HttpError, type HttpRequest, type HttpResponse, type HttpService } from "../../http/message.ts";
 import { layered } from "../../http/layer.ts";
-import {
-  compileOutboundPolicy,
-  type OutboundPolicyRoutes,
-  type OutboundRule,
-  type RouteBackend,
-} from "../../route/outbound.ts";
+import type { OutboundPolicyRoutes, OutboundRule, RouteBackend } from "../../route/outbound.ts";
 import type { RouteHit } from "../../route/table.ts";
-import { type CompiledProfile, compileProfile, type ProfileRoute } from "../../route/profile.ts";
+import type { CompiledProfile, ProfileRoute } from "../../route/profile.ts";
 import { type Routing, selectRouting } from "../../route/select.ts";
 import { type ExecuteDeps, retryLayer } from "../../http/retry/execute.ts";
 import type { Distribution } from "../../route/distribution.ts";
@@ -55,11 +50,11 @@ class DestinationService {
   idleTimer: ReturnType<typeof setTimeout> | undefined;
   readonly #deps: OutboundHttpDeps;
   readonly #dst: SocketAddr;
-  readonly #policyHandle: WatchHandle<OutboundPolicy>;
-  readonly #profileHandle: WatchHandle<DestinationProfile>;
-  #policySrc: OutboundPolicy | undefined;
+  readonly #policyHandle: WatchHandle<OutboundView>;
+  readonly #profileHandle: WatchHandle<ProfileView>;
+  #policySrc: OutboundView | undefined;
   #policy: OutboundPolicyRoutes | undefined;
-  #profileSrc: DestinationProfile | undefined;
+  #profileSrc: ProfileView | undefined;
   #profile: CompiledProfile | undefined;
   /** The default and profile-authority backends, by name. */
   #backends = new Map<string, BackendState>();
@@ -84,44 +79,25 @@ class DestinationService {
     this.#profileHandle = deps.discovery.profile.subscribe(addrKey(dst.ip, dst.port));
   }
 
+  /** Discovery compiled the policy and profile once per update; this only follows them. */
   #refresh(): void {
     const p = this.#policyHandle.current().state;
     const f = this.#profileHandle.current().state;
     if (p === this.#policySrc && f === this.#profileSrc) return;
-    if (p !== this.#policySrc) {
-      this.#policySrc = p;
-      if (p) {
-        try {
-          this.#policy = compileOutboundPolicy(p);
-          for (const [k, b] of this.#routeBackends) {
-            if (!this.#policy.backends.has(k)) {
-              b.close();
-              this.#routeBackends.delete(k);
-            }
-          }
-        } catch (e) {
-          this.#deps.log(
-            "warn",
-            `outbound policy for ${
-              addrKey(this.#dst.ip, this.#dst.port)
-            } is invalid, keeping the previous one: ${(e as Error).message}`,
-          );
+    this.#policySrc = p;
+    this.#profileSrc = f;
+    // An update that did not compile keeps the routes this service already had.
+    const policy = p?.http ?? this.#policy;
+    if (policy !== this.#policy) {
+      this.#policy = policy;
+      for (const [k, b] of this.#routeBackends) {
+        if (!policy!.backends.has(k)) {
+          b.close();
+          this.#routeBackends.delete(k);
         }
       }
     }
-    if (f !== this.#profileSrc) {
-      this.#profileSrc = f;
-      if (f) {
-        try {
-          this.#profile = compileProfile(f, this.#deps.clock ?? preciseClock);
-        } catch (e) {
-          this.#deps.log(
-            "warn",
-            `service profile ${f.fullyQualifiedName} is invalid: ${(e as Error).message}`,
-          );
-        }
-      }
-    }
+    this.#profile = f?.compiled ?? this.#profile;
     this.#routing = selectRouting(this.#profile, this.#policy);
   }
 
