@@ -6,8 +6,8 @@
  */
 import type { Registry } from "./metrics/registry.ts";
 import type { ProxyConfig } from "./config/config.ts";
-import type { CertStore } from "./identity/cert_store.ts";
-import type { Log } from "./log.ts";
+import type { CertStore } from "./core/cert_store.ts";
+import type { Log } from "./core/log.ts";
 
 export interface IdentityStartOptions {
   config: ProxyConfig;

@@ -10,7 +10,7 @@ import { resolveProxyConfig } from "./config/config.ts";
 import { ConfigError } from "./config/parse.ts";
 import type { IdentityStarter } from "./identity_seam.ts";
 import { PROXY_IDENTITY_DEFAULTS, ProxyIdentity } from "./identity/mod.ts";
-import { makeLog } from "./log.ts";
+import { makeLog } from "./core/log.ts";
 import { runProxy } from "./run.ts";
 import { LinuxOrigDst } from "./transport/orig_dst.ts";
 

@@ -7,9 +7,9 @@
 import { Registry } from "./metrics/registry.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
-import { CertStore } from "./identity/cert_store.ts";
+import { CertStore } from "./core/cert_store.ts";
 import type { IdentityStarter } from "./identity_seam.ts";
-import type { Log } from "./log.ts";
+import type { Log } from "./core/log.ts";
 import { serveProxyAdmin } from "./admin/admin.ts";
 import { Discovery } from "./discovery/clients.ts";
 import type { WatchHandle } from "./discovery/shared_watch.ts";

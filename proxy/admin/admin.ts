@@ -10,7 +10,7 @@
 import { type Registry } from "../metrics/registry.ts";
 import { Counter } from "../metrics/instruments.ts";
 import { isLoopbackIp } from "../inbound/cidr.ts";
-import type { Log } from "../log.ts";
+import type { Log } from "../core/log.ts";
 
 /** At most one log line per this period for refused /shutdown requests (the counter has them all). */
 const REFUSAL_LOG_PERIOD_MS = 10_000;

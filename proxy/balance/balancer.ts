@@ -27,7 +27,7 @@
  */
 import type { Clock } from "../../proto/support/clock.ts";
 import type { Backoff } from "../config/config.ts";
-import { backoffDelay } from "../discovery/backoff.ts";
+import { backoffDelay } from "../core/backoff.ts";
 import { HttpError } from "../http/message.ts";
 import { preciseClock } from "../core/clock.ts";
 import { DEFAULT_PEAK_EWMA, PeakEwma, type PeakEwmaConfig } from "./peak_ewma.ts";

@@ -17,7 +17,7 @@ import { type ProfileView, profileView } from "./profile_view.ts";
 import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
-import type { CertStore } from "../identity/cert_store.ts";
+import type { CertStore } from "../core/cert_store.ts";
 import { Registry } from "../metrics/registry.ts";
 import {
   compileServer,
@@ -27,7 +27,7 @@ import {
   type PortPolicy,
 } from "../inbound/authorize.ts";
 import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "../inbound/http/authorize.ts";
-import type { Log } from "../log.ts";
+import type { Log } from "../core/log.ts";
 import { InboundPolicyMetrics } from "../metrics/policy_metrics.ts";
 import type { GrpcChannel } from "../grpc/channel.ts";
 import { methodOf } from "../grpc/client.ts";

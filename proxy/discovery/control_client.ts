@@ -6,8 +6,8 @@
  */
 import type * as net from "node:net";
 import type { Backoff, ControlService } from "../config/config.ts";
-import type { CertStore } from "../identity/cert_store.ts";
-import type { Log } from "../log.ts";
+import type { CertStore } from "../core/cert_store.ts";
+import type { Log } from "../core/log.ts";
 import { GrpcChannel } from "../grpc/channel.ts";
 import { GrpcClient, type Method } from "../grpc/client.ts";
 import { untilAborted } from "../grpc/abortable.ts";

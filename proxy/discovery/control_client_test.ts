@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import { type CertifyResponse, IdentityService } from "../../proto/gen/identity.ts";
 import { IdentityDefinition } from "../../proto/gen_messages/identity.ts";
-import { CertStore } from "../identity/cert_store.ts";
+import { CertStore } from "../core/cert_store.ts";
 import { createTestCa } from "../testing/certs.ts";
 import { methodOf } from "../grpc/client.ts";
 import { dnsResolve } from "../grpc/resolve.ts";

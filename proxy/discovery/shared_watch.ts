@@ -8,7 +8,7 @@
  * - Terminal statuses (e.g. InvalidArgument) end the watch without retry, as the proxy API says.
  */
 import type { Backoff } from "../config/config.ts";
-import { backoffDelay } from "./backoff.ts";
+import { backoffDelay } from "../core/backoff.ts";
 
 export interface StreamEnd {
   code: number;

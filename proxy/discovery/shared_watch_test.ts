@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { backoffDelay } from "./backoff.ts";
+import { backoffDelay } from "../core/backoff.ts";
 import { type OpenStream, SharedWatch, type StreamEnd } from "./shared_watch.ts";
 import { reduceDestination } from "./clients.ts";
 import { toIpAddress } from "../../proto/ip.ts";

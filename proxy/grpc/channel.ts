@@ -14,11 +14,11 @@
  * A channel is an `HttpService`; the gRPC call layer (client.ts) runs on top of it.
  */
 import type * as net from "node:net";
-import type { Log } from "../log.ts";
+import type { Log } from "../core/log.ts";
 import type { HttpRequest, HttpResponse } from "../http/message.ts";
 import { Http2Connection } from "../http/h2/client.ts";
 import { Http2ClientError } from "../http/h2/errors.ts";
-import { backoffDelay } from "../discovery/backoff.ts";
+import { backoffDelay } from "../core/backoff.ts";
 import { type Endpoint, endpointKey, type Resolve } from "./resolve.ts";
 import { GrpcError, Status } from "./status.ts";
 

@@ -6,7 +6,7 @@
  */
 import type { Registry } from "../metrics/registry.ts";
 import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
-import type { CertStore } from "./cert_store.ts";
+import type { CertStore } from "../core/cert_store.ts";
 import { type Clock, systemClock } from "../../proto/support/clock.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { generateLocalKey, type LocalKey } from "./key_and_csr.ts";

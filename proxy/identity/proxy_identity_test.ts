@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { Registry } from "../metrics/registry.ts";
-import { CertStore, type TlsCredentials } from "./cert_store.ts";
+import { CertStore, type TlsCredentials } from "../core/cert_store.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { FIRST_CERT_MAX_BACKOFF_MS, ProxyIdentity } from "./proxy_identity.ts";

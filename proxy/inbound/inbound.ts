@@ -22,7 +22,7 @@ import type { Cidr } from "../config/parse.ts";
 import type { Discovery, InboundPortPolicy } from "../discovery/clients.ts";
 import { DetectError, type Detection, detectProtocol } from "../http/detect.ts";
 import type { InboundHttp } from "./http/stack.ts";
-import type { Log } from "../log.ts";
+import type { Log } from "../core/log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";
 import type { ConnTracker } from "../transport/conn_tracker.ts";

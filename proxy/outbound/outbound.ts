@@ -13,7 +13,7 @@ import type { OutboundView } from "../discovery/outbound_view.ts";
 import { addrKey, type Discovery } from "../discovery/clients.ts";
 import { DetectError, detectProtocol } from "../http/detect.ts";
 import type { OutboundHttp } from "./http/logical.ts";
-import type { Log } from "../log.ts";
+import type { Log } from "../core/log.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
 import { connectTcp } from "../transport/connect.ts";
 import type { ConnTracker } from "../transport/conn_tracker.ts";

@@ -3,7 +3,7 @@
  * identity does (SAN = the identity name, ServerAuth + ClientAuth). For tests only.
  */
 import { x509 } from "../../proto/support/x509.ts";
-import type { TlsCredentials } from "../identity/cert_store.ts";
+import type { TlsCredentials } from "../core/cert_store.ts";
 
 const ALG = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 

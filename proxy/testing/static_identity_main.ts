@@ -6,7 +6,7 @@
  */
 import { Gauge } from "../metrics/instruments.ts";
 import { main } from "../main.ts";
-import type { TlsCredentials } from "../identity/cert_store.ts";
+import type { TlsCredentials } from "../core/cert_store.ts";
 
 await main(Deno.args, ({ store, registry, log }) => {
   // The real client exports this gauge; the stand-in does too, so /metrics looks the same.

@@ -7,7 +7,7 @@ import * as tls from "node:tls";
 import type * as net from "node:net";
 import { connect as netConnect } from "node:net";
 import { tlsReadGate } from "./tls_flow.ts";
-import type { CertStore, TlsCredentials } from "../identity/cert_store.ts";
+import type { CertStore, TlsCredentials } from "../core/cert_store.ts";
 import { PeerVerifier } from "./peer_verify.ts";
 import { dnsSans } from "./peer_verify.ts";
 import { X509Certificate } from "node:crypto";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import { CertStore } from "../identity/cert_store.ts";
+import { CertStore } from "../core/cert_store.ts";
 import { createTestCa } from "../testing/certs.ts";
 import { forward } from "./forward.ts";
 import { MeshTls } from "./tls.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import { CertStore } from "../identity/cert_store.ts";
+import { CertStore } from "../core/cert_store.ts";
 import { createTestCa } from "../testing/certs.ts";
 import { MeshTls, MeshTlsError } from "./tls.ts";
 import { parseClientHello } from "./client_hello.ts";
@@ -13,7 +13,7 @@ const A = "a.ns.serviceaccount.identity.linkerd.cluster.local";
 const B = "b.ns.serviceaccount.identity.linkerd.cluster.local";
 
 async function storeFor(
-  creds: Promise<import("../identity/cert_store.ts").TlsCredentials>,
+  creds: Promise<import("../core/cert_store.ts").TlsCredentials>,
 ): Promise<CertStore> {
   const s = new CertStore();
   s.set(await creds);

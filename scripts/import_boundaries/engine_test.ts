@@ -77,6 +77,10 @@ Deno.test("the repository's table forbids the boundaries of the architecture", (
     edge("manifests/not_allowlisted.ts", "proto/gen/destination.ts"),
     edge("proxy/not_allowlisted.ts", "proto/gen_messages/outbound.ts"),
     edge("proxy/transport/tls.ts", "proxy/outbound/outbound.ts"),
+    edge("proxy/http/h1/server.ts", "proxy/route/table.ts"),
+    edge("proxy/route/outbound.ts", "proxy/discovery/clients.ts"),
+    edge("proxy/inbound/inbound.ts", "proxy/outbound/resolve.ts"),
+    edge("proxy/core/clock.ts", "proxy/testing/netns.ts"),
   ];
   const hit = findViolations(broken, IMPORT_RULES).map((v) => `${v.edge.file} -> ${v.edge.target}`);
   assert.deepEqual(new Set(hit), new Set(broken.map((e) => `${e.file} -> ${e.target}`)));
@@ -86,6 +90,28 @@ Deno.test("the repository's table forbids the boundaries of the architecture", (
     edge("proto/http_method.ts", "proto/gen/http_types.ts"),
     edge("proto/gen/outbound.ts", "proto/gen/net.ts"),
     edge("manifests/check.ts", "control/injector/decision.ts"),
+    edge("proxy/outbound/http/logical.ts", "proxy/route/table.ts"),
+    edge("proxy/route/outbound.ts", "proxy/balance/balancer.ts"),
+    edge("proxy/http/h1/server_test.ts", "proxy/testing/netns.ts"),
+    edge("proxy/run.ts", "proxy/admin/admin.ts"),
   ];
   assert.deepEqual(findViolations(fine, IMPORT_RULES).map(formatViolation), []);
+});
+
+Deno.test("a product-code-only rule does not hold tests and test helpers to it", () => {
+  const rule: ImportRule = {
+    name: "http/ imports nothing above it",
+    files: ["proxy/http/"],
+    forbid: ["proxy/route/"],
+    productCodeOnly: true,
+  };
+  const got = findViolations([
+    edge("proxy/http/h1/server.ts", "proxy/route/table.ts", 3),
+    edge("proxy/http/h1/server_test.ts", "proxy/route/table.ts"),
+    edge("proxy/http/h2/testing.ts", "proxy/route/table.ts"),
+    edge("proxy/http/h2/hpack_bench.ts", "proxy/route/table.ts"),
+  ], [rule]);
+  assert.deepEqual(got.map(formatViolation), [
+    "proxy/http/h1/server.ts:3 imports proxy/route/table.ts: http/ imports nothing above it",
+  ]);
 });

@@ -9,7 +9,7 @@
  */
 import type * as net from "node:net";
 import { EMPTY_BODY, type HttpRequest, type HttpResponse, isGrpc } from "../message.ts";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import { appendSendable, parseResponseHead } from "./headers.ts";
 import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import * as net from "node:net";
-import { CertStore } from "../../identity/cert_store.ts";
+import { CertStore } from "../../core/cert_store.ts";
 import { createTestCa } from "../../testing/certs.ts";
 import { MeshTls } from "../../transport/tls.ts";
 import { peek } from "../../transport/peek.ts";

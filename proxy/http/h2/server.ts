@@ -18,7 +18,7 @@ import {
   isGrpc,
   textResponse,
 } from "../message.ts";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import { appendSendable, parseRequestHead } from "./headers.ts";
 import { StreamBody } from "./stream_body.ts";
 import { writeBody } from "./write_body.ts";

@@ -14,7 +14,7 @@
  */
 import type { Duplex } from "node:stream";
 import { setImmediate } from "node:timers";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import {
   DEFAULT_MAX_FRAME_SIZE,
   DEFAULT_WINDOW,

@@ -10,7 +10,7 @@
  */
 import type * as net from "node:net";
 import type { Duplex } from "node:stream";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import type { ConnMeta } from "../authorize.ts";
 import {
   denialResponse,

@@ -14,7 +14,13 @@ import { HttpMetrics } from "../../metrics/http_metrics.ts";
 import { listenTcp } from "../../transport/listen.ts";
 import { seededRng } from "../../core/rng.ts";
 import { InboundHttp, type InboundHttpConn } from "./stack.ts";
-import { EMPTY_BODY, HeaderList, type HttpRequest, type HttpResponse, type HttpVersion } from "../../http/message.ts";
+import {
+  EMPTY_BODY,
+  HeaderList,
+  type HttpRequest,
+  type HttpResponse,
+  type HttpVersion,
+} from "../../http/message.ts";
 
 const A = "a.ns.serviceaccount.identity.linkerd.cluster.local";
 const everywhere = [

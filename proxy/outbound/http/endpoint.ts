@@ -15,7 +15,7 @@ import type { Duplex } from "node:stream";
 import type { Endpoint } from "../../core/endpoint.ts";
 import type { SessionProtocol } from "../../../proto/gen_messages/transport_header.ts";
 import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../../proto/transport_header_frame.ts";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { type HttpMetrics, instrumentResponse, type OutboundScope } from "../../metrics/http_metrics.ts";
 import type { Target } from "../resolve.ts";

@@ -15,7 +15,7 @@ import type { OutboundView } from "../../discovery/outbound_view.ts";
 import type { ProfileView } from "../../discovery/profile_view.ts";
 import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
-import type { Log } from "../../log.ts";
+import type { Log } from "../../core/log.ts";
 import { httpErrorKind, recordRequests, type RouteMetrics } from "../../metrics/http_metrics.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { SocketAddr } from "../../transport/orig_dst.ts";
@@ -32,7 +32,7 @@ import type { OutboundPolicyRoutes, OutboundRule, RouteBackend } from "../../rou
 import type { RouteHit } from "../../route/table.ts";
 import type { CompiledProfile, ProfileRoute } from "../../route/profile.ts";
 import { type Routing, selectRouting } from "../../route/select.ts";
-import { type ExecuteDeps, retryLayer } from "../../http/retry/execute.ts";
+import { type ExecuteDeps, retryLayer } from "../../route/retry/execute.ts";
 import type { Distribution } from "../../route/distribution.ts";
 import type { Matcher } from "../../route/http_match.ts";
 

@@ -16,7 +16,7 @@
 import type { Duration } from "../../../proto/gen_messages/google/protobuf/duration.ts";
 import type { Timeouts } from "../../../proto/gen_messages/http_route.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
-import { type Body, type HeaderList, HttpError } from "../message.ts";
+import { type Body, type HeaderList, HttpError } from "../../http/message.ts";
 import { durationMs } from "../../core/duration.ts";
 
 export interface RouteTimeouts {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { Body } from "../message.ts";
-import { HeaderList } from "../message.ts";
+import type { Body } from "../../http/message.ts";
+import { HeaderList } from "../../http/message.ts";
 import { DEFAULT_MAX_REQUEST_BYTES, ReplayBody } from "./replay_body.ts";
 
 /** A body fed chunk by chunk by the test, to see that reads stream without waiting for the end. */

@@ -9,8 +9,8 @@ import {
   type HttpRequest,
   type HttpResponse,
   type HttpService,
-} from "../message.ts";
-import { request } from "../../route/testing.ts";
+} from "../../http/message.ts";
+import { request } from "../testing.ts";
 import { RetryBudget } from "./budget.ts";
 import { execute, type ExecuteDeps, type RequestPlan } from "./execute.ts";
 import { grpcRetryPolicy, httpRetryPolicy, profileRetryPolicy, type RetryPolicy } from "./policy.ts";

@@ -14,7 +14,7 @@
  * cursor then owns the original, and cancelling it cancels the original) or `dispose(reason)` when
  * giving up.
  */
-import type { Body, HeaderList } from "../message.ts";
+import type { Body, HeaderList } from "../../http/message.ts";
 
 export const DEFAULT_MAX_REQUEST_BYTES = 64 * 1024;
 

@@ -4,7 +4,7 @@
  * trailers are known; otherwise take the next frame only if it is already buffered, so a
  * streaming response is not held up. The returned body replays what was read.
  */
-import type { Body, HeaderList } from "../message.ts";
+import type { Body, HeaderList } from "../../http/message.ts";
 
 const NOT_YET = Symbol("not yet");
 

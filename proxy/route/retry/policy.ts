@@ -10,14 +10,14 @@
 import type { GrpcRoute_Retry, HttpRoute_Retry } from "../../../proto/gen_messages/outbound.ts";
 import type { Backoff } from "../../config/config.ts";
 import { backoffConfig } from "../../balance/config.ts";
-import type { HeaderList } from "../message.ts";
+import type { HeaderList } from "../../http/message.ts";
 import {
   grpcStatusOf,
   ResponseClassification,
   type ResponseClassifier,
 } from "../../metrics/response_class.ts";
 import { durationMs } from "../../core/duration.ts";
-import { RouteConfigError } from "../../route/meta.ts";
+import { RouteConfigError } from "../meta.ts";
 import type { RetryBudget } from "./budget.ts";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./replay_body.ts";
 import { TimeoutError } from "./timeouts.ts";

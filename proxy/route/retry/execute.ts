@@ -8,10 +8,16 @@
  * Per request this costs a few small objects only when the route has retries or timeouts.
  */
 import type { Clock } from "../../../proto/support/clock.ts";
-import { backoffDelay } from "../../discovery/backoff.ts";
+import { backoffDelay } from "../../core/backoff.ts";
 import type { Rng } from "../../core/rng.ts";
-import { type Body, type HttpRequest, type HttpResponse, type HttpService, isGrpc } from "../message.ts";
-import { type Layer, passThrough } from "../layer.ts";
+import {
+  type Body,
+  type HttpRequest,
+  type HttpResponse,
+  type HttpService,
+  isGrpc,
+} from "../../http/message.ts";
+import { type Layer, passThrough } from "../../http/layer.ts";
 import { peekTrailers } from "./peek_trailers.ts";
 import { isRetryableError, isRetryableResponse, needsTrailers, type RetryPolicy } from "./policy.ts";
 import { ReplayBody } from "./replay_body.ts";
