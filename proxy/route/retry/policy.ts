@@ -51,6 +51,15 @@ export function httpRetryPolicy(r: HttpRoute_Retry | undefined, what: string): R
     }
     return [x.start, end];
   });
+  return routeRetry(r, what, { kind: "http", ranges: ranges.length > 0 ? ranges : DEFAULT_HTTP_RANGES });
+}
+
+/** The limits HTTP and gRPC route retries share (count, body size, per-try timeout, backoff). */
+function routeRetry(
+  r: HttpRoute_Retry | GrpcRoute_Retry,
+  what: string,
+  conditions: RetryConditions,
+): RetryPolicy {
   return {
     maxRetries: r.maxRetries,
     maxRequestBytes: r.maxRequestBytes || DEFAULT_MAX_REQUEST_BYTES,
@@ -59,7 +68,7 @@ export function httpRetryPolicy(r: HttpRoute_Retry | undefined, what: string): R
       ? backoffConfig(r.backoff, { minMs: 25, maxMs: 250, jitter: 1 }, `${what} retry.backoff`)
       : undefined,
     budget: undefined,
-    conditions: { kind: "http", ranges: ranges.length > 0 ? ranges : DEFAULT_HTTP_RANGES },
+    conditions,
   };
 }
 
@@ -72,16 +81,7 @@ export function grpcRetryPolicy(r: GrpcRoute_Retry | undefined, what: string): R
   if (c?.resourceExhausted) codes |= 1 << 8;
   if (c?.internal) codes |= 1 << 13;
   if (c?.unavailable) codes |= 1 << 14;
-  return {
-    maxRetries: r.maxRetries,
-    maxRequestBytes: r.maxRequestBytes || DEFAULT_MAX_REQUEST_BYTES,
-    perTryTimeoutMs: durationMs(r.timeout, `${what} retry.timeout`) || undefined,
-    backoff: r.backoff
-      ? backoffConfig(r.backoff, { minMs: 25, maxMs: 250, jitter: 1 }, `${what} retry.backoff`)
-      : undefined,
-    budget: undefined,
-    conditions: { kind: "grpc", codes },
-  };
+  return routeRetry(r, what, { kind: "grpc", codes });
 }
 
 /** A retryable ServiceProfile route: retried while its response is a failure and the budget allows. */
