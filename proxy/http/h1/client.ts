@@ -342,7 +342,11 @@ export class Http1Connection implements BodyOwner {
 
   /** Abort of the request's signal. */
   handleEvent(): void {
-    const reason = this.#signal?.reason;
+    // The listener stays on a finished exchange's signal (removing it costs more than the check):
+    // only the current exchange's abort counts.
+    const signal = this.#signal;
+    if (signal === undefined || !signal.aborted) return;
+    const reason = signal.reason;
     this.#fail(
       reason instanceof Error ? reason : new DOMException(String(reason ?? "aborted"), "AbortError"),
     );
@@ -364,7 +368,6 @@ export class Http1Connection implements BodyOwner {
       this.#keepAlive = false;
       this.#reqBody?.cancel();
     }
-    this.#signal?.removeEventListener("abort", this);
     this.#signal = undefined;
     this.#reqBody = undefined;
     this.#resBody = undefined;

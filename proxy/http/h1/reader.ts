@@ -136,8 +136,12 @@ export class SocketReader {
       this.#paused = false;
       this.sock.resume();
     }
-    return new Promise((r) => this.#wake = r);
+    return new Promise(this.#setWake);
   }
+
+  #setWake = (resolve: () => void): void => {
+    this.#wake = resolve;
+  };
 
   /**
    * `wait()` without a promise: `fn` is called once, synchronously, on the next data, end, error

@@ -45,6 +45,7 @@ import {
 } from "./head.ts";
 import { HeadReader, SocketReader } from "./reader.ts";
 import {
+  BODY_ROOM_BYTES,
   drained,
   FRAME_CHUNKED,
   FRAME_CLOSE,
@@ -486,17 +487,20 @@ class ServerConn implements BodyOwner {
     }
     const connection = !keep ? "close" : head.version === "HTTP/1.0" ? "keep-alive" : undefined;
     let h: Uint8Array;
+    // A small body of known length goes in the head's buffer (one buffer per response).
+    let room = frame === FRAME_LENGTH && length <= BODY_ROOM_BYTES ? length : 0;
     try {
-      h = responseHead(status, res.headers, frame, length, connection);
+      h = responseHead(status, res.headers, frame, length, connection, undefined, room);
     } catch (e) {
       // A service put a field in that cannot go on the wire; say so instead of writing it.
       this.#report(e);
       res.body.cancel();
       res = errorResponse(new HttpError(502, (e as Error).message, "bad_response"));
       frame = FRAME_LENGTH;
+      room = 0;
       h = responseHead(res.status, res.headers, frame, res.body.length!, connection);
     }
-    const w = writeMessage(this.sock, this.out, h, res.body, frame, head.teTrailers);
+    const w = writeMessage(this.sock, this.out, h, res.body, frame, head.teTrailers, h.length - room);
     if (noBody) res.body.cancel();
     return w;
   }

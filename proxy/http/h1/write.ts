@@ -17,6 +17,8 @@ export const FRAME_CLOSE = 3;
 
 /** Pieces up to this size are copied into one buffer; larger ones are written as they are. */
 const COALESCE_BYTES = 16 * 1024;
+/** Bodies up to this length get room after their head (`responseHead`'s `room`). */
+export const BODY_ROOM_BYTES = 8 * 1024;
 
 const REASON: Record<number, string> = {
   100: "Continue",
@@ -185,6 +187,8 @@ function checkWritten(buf: Uint8Array, off: number): Uint8Array {
  * A response head. `frame` FRAME_NONE keeps a Content-Length field from `headers` (HEAD and 304
  * responses describe the representation); otherwise the framing comes from `frame`/`length`.
  * `upgrade` is the Upgrade value of a 101; `connection` is "close", "keep-alive" or undefined.
+ * `room` bytes are left free after the head, for a small body to join it without another buffer
+ * (pass the head's own length, `length - room`, to `writeMessage`).
  */
 export function responseHead(
   status: number,
@@ -193,6 +197,7 @@ export function responseHead(
   length: number,
   connection: string | undefined,
   upgrade?: string,
+  room = 0,
 ): Uint8Array {
   const line = statusLine(status);
   const keepLength = frame === FRAME_NONE && status !== 204;
@@ -201,7 +206,7 @@ export function responseHead(
     checkField("upgrade", upgrade);
     n += UPGRADE.length + upgrade.length + CONNECTION_UPGRADE.length;
   } else if (connection !== undefined) n += CONNECTION.length + connection.length + 2;
-  const buf = Buffer.allocUnsafe(n);
+  const buf = Buffer.allocUnsafe(n + room);
   let off = putFraming(buf, putFields(buf, put(buf, 0, line), headers, keepLength), frame, length);
   if (upgrade !== undefined) {
     off = put(buf, put(buf, put(buf, off, UPGRADE), upgrade), CONNECTION_UPGRADE);
@@ -212,7 +217,7 @@ export function responseHead(
   }
   buf[off++] = 13;
   buf[off++] = 10;
-  return checkWritten(buf, off);
+  return checkWritten(buf, off + room);
 }
 
 /** A request head in origin form, Host from `authority`. */
@@ -288,18 +293,27 @@ export function drained(sock: Duplex): Promise<void> {
  * request costs no extra allocations beyond the bytes themselves.
  */
 export class Outbox {
+  /** The head is `#head[0, #headLength)`; a body may fill the rest of `#head` exactly. */
   #head: Uint8Array | undefined = undefined;
+  #headLength = 0;
   // Parts 0..#n-1 are pending; the array is kept between messages (slots cleared).
   #parts: Uint8Array[] = [];
   #n = 0;
   #bytes = 0;
 
   get pendingBytes(): number {
-    return (this.#head === undefined ? 0 : this.#head.length) + this.#bytes;
+    return this.#headLength + this.#bytes;
   }
 
-  setHead(head: Uint8Array): void {
+  setHead(head: Uint8Array, length = head.length): void {
     this.#head = head;
+    this.#headLength = length;
+  }
+
+  /** The head alone (a view when it has unused room after it). */
+  #headOnly(): Uint8Array {
+    const head = this.#head!;
+    return this.#headLength === head.length ? head : head.subarray(0, this.#headLength);
   }
 
   push(c: Uint8Array): void {
@@ -316,7 +330,7 @@ export class Outbox {
   /** Writes everything pending; false when the socket asks to wait for 'drain'. */
   flush(sock: Duplex): boolean {
     const head = this.#head;
-    const headLength = head === undefined ? 0 : head.length;
+    const headLength = this.#headLength;
     const parts = this.#parts;
     const n = this.#n;
     const bytes = this.#bytes;
@@ -325,14 +339,19 @@ export class Outbox {
     let ok: boolean;
     if (headLength + bytes <= COALESCE_BYTES) {
       let buf: Uint8Array;
-      if (n === 0) buf = head!;
+      if (n === 0) buf = this.#headOnly();
       else if (headLength === 0 && n === 1) buf = parts[0];
       else {
-        buf = Buffer.allocUnsafe(headLength + bytes);
         let off = 0;
-        if (headLength > 0) {
-          buf.set(head!, 0);
+        if (headLength > 0 && headLength + bytes === head!.length) {
+          buf = head!;
           off = headLength;
+        } else {
+          buf = Buffer.allocUnsafe(headLength + bytes);
+          if (headLength > 0) {
+            buf.set(this.#headOnly(), 0);
+            off = headLength;
+          }
         }
         for (let i = 0; i < n; i++) {
           buf.set(parts[i], off);
@@ -343,7 +362,7 @@ export class Outbox {
     } else {
       // Large pieces are not copied; cork so they still leave in one writev.
       sock.cork();
-      ok = headLength > 0 ? sock.write(head!) : true;
+      ok = headLength > 0 ? sock.write(this.#headOnly()) : true;
       for (let i = 0; i < n; i++) ok = sock.write(parts[i]);
       sock.uncork();
     }
@@ -353,6 +372,7 @@ export class Outbox {
 
   clear(): void {
     this.#head = undefined;
+    this.#headLength = 0;
     const parts = this.#parts;
     if (parts.length > KEEP_PARTS) this.#parts = [];
     else parts.fill(NO_BYTES, 0, this.#n);
@@ -390,8 +410,9 @@ export function writeMessage(
   body: Body,
   frame: number,
   sendTrailers: boolean,
+  headLength = head.length,
 ): Promise<void> | undefined {
-  out.setHead(head);
+  out.setHead(head, headLength);
   if (frame === FRAME_NONE || body.length === 0) {
     out.flush(sock);
     return undefined;
