@@ -324,6 +324,15 @@ export class HpackEncoder {
    * Copy it (or write it out) before encoding again.
    */
   encode(fields: string[]): Uint8Array {
+    const n = this.encodeBlock(fields); // first: it may replace the buffer
+    return this.#buf.subarray(0, n);
+  }
+
+  /**
+   * As `encode`, without a view: the block is `block[0, returned length)`, valid until the next
+   * encode (saves the session an object per field block).
+   */
+  encodeBlock(fields: string[]): number {
     const t = this.#table;
     let buf = this.#buf;
     let at = 0;
@@ -379,7 +388,12 @@ export class HpackEncoder {
       at = writeRaw(buf, at, value);
       if (index) t.add(name, value);
     }
-    return buf.subarray(0, at);
+    return at;
+  }
+
+  /** The buffer the last block was encoded into (see `encodeBlock`). */
+  get block(): Uint8Array {
+    return this.#buf;
   }
 
   /** Dynamic table size in RFC 7541 §4.1 octets (for tests: it mirrors the peer decoder's). */

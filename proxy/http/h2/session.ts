@@ -22,7 +22,6 @@ import {
   errorCodeName,
   Flag,
   FRAME_HEADER_SIZE,
-  frameHeader,
   FrameType,
   goawayFrame,
   MAX_WINDOW,
@@ -35,6 +34,7 @@ import {
   settingsFrame,
   windowUpdateFrame,
 } from "./frame.ts";
+import { FrameOut } from "./frame_out.ts";
 import { HeaderListTooLarge, HpackDecoder, HpackEncoder, HpackError } from "./hpack.ts";
 import { failureError, H2Stream, type StreamFailure, type Waiter } from "./stream.ts";
 
@@ -132,8 +132,7 @@ export class H2Session {
   #prefaceLeft: number;
   #pending: Uint8Array | undefined;
   #continuation: Continuation | undefined;
-  #out: Uint8Array[] = [];
-  #outBytes = 0;
+  readonly #out = new FrameOut();
   #flushQueued = false;
 
   #goawaySent = false;
@@ -348,8 +347,19 @@ export class H2Session {
 
   queueFrame(f: Uint8Array): void {
     if (this.#dead) return;
-    this.#out.push(f);
-    this.#outBytes += f.length;
+    this.#out.frame(f);
+    this.#queued();
+  }
+
+  /** A stream's WINDOW_UPDATE, written into the queue without a frame object. */
+  queueWindowUpdate(streamId: number, increment: number): void {
+    if (this.#dead) return;
+    this.#out.windowUpdate(streamId, increment);
+    this.#queued();
+  }
+
+  /** Something was queued: make sure a flush follows. */
+  #queued(): void {
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // After this turn's microtasks and I/O callbacks: everything the current socket read
@@ -360,20 +370,9 @@ export class H2Session {
 
   #flush = (): void => {
     this.#flushQueued = false;
-    if (this.#dead || this.#outBytes === 0) return;
-    const parts = this.#out;
-    let buf: Uint8Array;
-    if (parts.length === 1) buf = parts[0];
-    else {
-      buf = new Uint8Array(this.#outBytes);
-      let at = 0;
-      for (const p of parts) {
-        buf.set(p, at);
-        at += p.length;
-      }
-    }
-    this.#out = [];
-    this.#outBytes = 0;
+    if (this.#dead) return;
+    const buf = this.#out.take();
+    if (buf === undefined) return;
     this.socket.write(buf);
     if (!this.#backedUp && this.#backedUpNow()) this.#backUp();
   };
@@ -395,7 +394,7 @@ export class H2Session {
 
   /** True when the socket holds more than the high-water mark; 'drain' will follow (write returned false). */
   #congested(): boolean {
-    if (this.#outBytes >= 64 * 1024) this.#flush();
+    if (this.#out.bytes >= 64 * 1024) this.#flush();
     return this.#backedUpNow();
   }
 
@@ -461,25 +460,20 @@ export class H2Session {
 
   sendHeaders(s: H2Stream, fields: string[], endStream: boolean): void {
     if (s.closed || s.localEnded || this.#dead) return;
-    const block = this.#encoder.encode(fields);
+    const len = this.#encoder.encodeBlock(fields);
+    const block = this.#encoder.block;
     const max = this.#peerMaxFrame;
     let flags = endStream ? Flag.END_STREAM : 0;
-    if (block.length <= max) {
-      const f = new Uint8Array(FRAME_HEADER_SIZE + block.length);
-      f.set(frameHeader(block.length, FrameType.HEADERS, flags | Flag.END_HEADERS, s.id));
-      f.set(block, FRAME_HEADER_SIZE);
-      this.queueFrame(f);
-    } else {
-      let type: number = FrameType.HEADERS;
-      for (let at = 0; at < block.length; at += max) {
-        const part = block.subarray(at, at + max);
-        const last = at + max >= block.length;
-        this.queueFrame(frameHeader(part.length, type, flags | (last ? Flag.END_HEADERS : 0), s.id));
-        this.queueFrame(part.slice());
-        type = FrameType.CONTINUATION;
-        flags = 0;
-      }
+    let type: number = FrameType.HEADERS;
+    // One HEADERS frame, or HEADERS + CONTINUATIONs of at most the peer's frame size each.
+    for (let at = 0; at < len || at === 0; at += max) {
+      const end = Math.min(at + max, len);
+      this.#out.header(end - at, type, flags | (end === len ? Flag.END_HEADERS : 0), s.id);
+      this.#out.copy(block, at, end);
+      type = FrameType.CONTINUATION;
+      flags = 0;
     }
+    this.#queued();
     if (endStream) {
       s.localEnded = true;
       this.maybeClose(s);
@@ -494,7 +488,8 @@ export class H2Session {
       const left = data.length - off;
       if (left === 0) {
         if (endStream) {
-          this.queueFrame(frameHeader(0, FrameType.DATA, Flag.END_STREAM, s.id));
+          this.#out.header(0, FrameType.DATA, Flag.END_STREAM, s.id);
+          this.#queued();
           s.localEnded = true;
           this.maybeClose(s);
         }
@@ -514,8 +509,9 @@ export class H2Session {
       }
       const last = n === left;
       const end = last && endStream;
-      this.queueFrame(frameHeader(n, FrameType.DATA, end ? Flag.END_STREAM : 0, s.id));
-      this.queueFrame(off === 0 && last ? data : data.subarray(off, off + n));
+      this.#out.header(n, FrameType.DATA, end ? Flag.END_STREAM : 0, s.id);
+      this.#out.payload(data, off, off + n);
+      this.#queued();
       s.sendWindow -= n;
       this.#connSendWindow -= n;
       off += n;
@@ -589,8 +585,7 @@ export class H2Session {
     if (this.#dead) return;
     this.#dead = true;
     this.#deadReason = reason;
-    this.#out = [];
-    this.#outBytes = 0;
+    this.#out.clear();
     const streams = [...this.#streams.values()];
     this.#streams.clear();
     this.#active = 0;
@@ -738,7 +733,7 @@ export class H2Session {
     this.#connRecvWindow -= len;
     this.#connUnacked += len;
     if (this.#connUnacked >= this.#o.connectionWindow / 2) {
-      this.queueFrame(windowUpdateFrame(0, this.#connUnacked));
+      this.queueWindowUpdate(0, this.#connUnacked);
       this.#connRecvWindow += this.#connUnacked;
       this.#connUnacked = 0;
     }

@@ -4,7 +4,7 @@
  * send window, and how it ended. Framing and the connection live in session.ts; the stream calls
  * back into its session to queue frames and to close.
  */
-import { ErrorCode, errorCodeName, windowUpdateFrame } from "./frame.ts";
+import { ErrorCode, errorCodeName } from "./frame.ts";
 import { Http2StreamReset } from "./errors.ts";
 import type { H2Session } from "./session.ts";
 
@@ -116,7 +116,7 @@ export class H2Stream {
     // Batched: one WINDOW_UPDATE per quarter window read, not per chunk.
     if (this.#unacked >= this.session.streamCreditBatch) {
       this.recvWindow += this.#unacked;
-      this.session.queueFrame(windowUpdateFrame(this.id, this.#unacked));
+      this.session.queueWindowUpdate(this.id, this.#unacked);
       this.#unacked = 0;
     }
   }
