@@ -480,6 +480,30 @@ export class H2Session {
     }
   }
 
+  /** See `H2Stream.trySendData`: all of `data` within the windows, or nothing. */
+  trySendData(s: H2Stream, data: Uint8Array, endStream: boolean): boolean {
+    const len = data.length;
+    if (s.closed || s.localEnded || this.#dead) return false;
+    if (len > s.sendWindow || len > this.#connSendWindow || this.#congested()) return false;
+    const max = this.#peerMaxFrame;
+    let off = 0;
+    do {
+      const n = Math.min(len - off, max);
+      const end = endStream && off + n === len;
+      this.#out.header(n, FrameType.DATA, end ? Flag.END_STREAM : 0, s.id);
+      this.#out.payload(data, off, off + n);
+      off += n;
+    } while (off < len);
+    s.sendWindow -= len;
+    this.#connSendWindow -= len;
+    this.#queued();
+    if (endStream) {
+      s.localEnded = true;
+      this.maybeClose(s);
+    }
+    return true;
+  }
+
   async sendData(s: H2Stream, data: Uint8Array, endStream: boolean): Promise<void> {
     let off = 0;
     for (;;) {

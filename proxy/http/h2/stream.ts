@@ -55,6 +55,8 @@ export class H2Stream {
   #unacked = 0;
   #reader: { resolve: (c: Uint8Array | null) => void; reject: (e: Error) => void } | undefined;
   sendWaiter: Waiter | undefined;
+  /** A body being sent (write_body.ts): cancelled when the stream fails first. */
+  sendingBody: { cancel(reason?: Error): void } | undefined;
 
   constructor(session: H2Session, id: number, sendWindow: number, recvWindow: number) {
     this.session = session;
@@ -180,6 +182,12 @@ export class H2Stream {
     const w = this.sendWaiter;
     this.sendWaiter = undefined;
     w?.reject(e);
+    const b = this.sendingBody;
+    if (b !== undefined) {
+      // The source must not keep running for a stream that is gone.
+      this.sendingBody = undefined;
+      b.cancel(new Error("stream closed by peer"));
+    }
     this.onClose?.(f);
   }
 
@@ -197,6 +205,14 @@ export class H2Stream {
   /** Sends `data` as DATA frames within the flow-control windows; resolves when all are queued. */
   sendData(data: Uint8Array, endStream: boolean): Promise<void> {
     return this.session.sendData(this, data, endStream);
+  }
+
+  /**
+   * Queues all of `data` now and returns true when the windows and the socket allow it at once;
+   * otherwise queues nothing and returns false (use `sendData`). Saves a promise per chunk.
+   */
+  trySendData(data: Uint8Array, endStream: boolean): boolean {
+    return this.session.trySendData(this, data, endStream);
   }
 
   sendTrailers(fields: string[]): void {

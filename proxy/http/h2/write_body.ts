@@ -21,13 +21,8 @@ const EMPTY = new Uint8Array(0);
 export async function writeBody(stream: H2Stream, body: Body): Promise<boolean> {
   let sent = 0;
   const declared = body.length;
-  const prevClose = stream.onClose;
-  let done = false;
   // A stream that closes while we wait for the next chunk must not leave the source running.
-  stream.onClose = (f) => {
-    if (!done && f !== undefined) body.cancel(new Error("stream closed by peer"));
-    prevClose?.(f);
-  };
+  stream.sendingBody = body;
   try {
     for (;;) {
       let chunk: Uint8Array | null | undefined;
@@ -69,7 +64,7 @@ export async function writeBody(stream: H2Stream, body: Body): Promise<boolean> 
         last = body.trailers === undefined || body.trailers.size === 0;
       }
       try {
-        await stream.sendData(chunk, last);
+        if (!stream.trySendData(chunk, last)) await stream.sendData(chunk, last);
       } catch {
         body.cancel(new Error("stream closed by peer"));
         return false;
@@ -82,14 +77,13 @@ export async function writeBody(stream: H2Stream, body: Body): Promise<boolean> 
       const out: string[] = [];
       appendSendable(out, t);
       stream.sendTrailers(out);
-    } else {
+    } else if (!stream.trySendData(EMPTY, true)) {
       await stream.sendData(EMPTY, true);
     }
     return true;
   } catch {
     return false;
   } finally {
-    done = true;
-    stream.onClose = prevClose;
+    stream.sendingBody = undefined;
   }
 }
