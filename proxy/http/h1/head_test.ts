@@ -229,3 +229,43 @@ Deno.test("trailers: parsed, framing fields dropped, malformed rejected", () => 
   assert.deepEqual(t.raw, ["grpc-status", "0", "x-t", "v"]);
   assert.equal(status(() => parseTrailers("X: a\r\n b\r\n\r\n", DEFAULT_LIMITS, 400)), 400);
 });
+
+Deno.test("request head: field names fold to lower case whether or not they are common ones; near-misses stay apart", () => {
+  const h = req(
+    "GET / HTTP/1.1\r\nHOST: h\r\nUser-Agent: u\r\nX-Custom-Name: c\r\nContent-Type: t\r\ncontent_length: 7\r\n" +
+      "Accept~: a\r\n\r\n",
+  );
+  assert.equal(h.authority, "h");
+  // "content_length" is not Content-Length ('_' is no '-'): no body framing comes from it.
+  assert.equal(h.bodyKind, BODY_NONE);
+  assert.deepEqual(h.headers.raw, [
+    "user-agent",
+    "u",
+    "x-custom-name",
+    "c",
+    "content-type",
+    "t",
+    "content_length",
+    "7",
+    "accept~",
+    "a",
+  ]);
+  // Methods and versions read in place are the same strings as sliced ones.
+  assert.equal(req("DELETE /x HTTP/1.0\r\n\r\n").method, "DELETE");
+  assert.equal(req("PURGE /x HTTP/1.1\r\nHost: h\r\n\r\n").method, "PURGE");
+  assert.equal(req("GET /x HTTP/1.0\r\n\r\n").version, "HTTP/1.0");
+  assert.equal(status(() => req("GET /x HTTP/1.2\r\nHost: h\r\n\r\n")), 505);
+  assert.equal(status(() => req("GET /x HTTP/1.1x\r\nHost: h\r\n\r\n")), 400);
+  // A Content-Length list of one value is passed on as that value's plain form.
+  assert.deepEqual(req("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5, 5\r\n\r\n").headers.raw, [
+    "content-length",
+    "5",
+  ]);
+  assert.deepEqual(req("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 012\r\n\r\n").headers.raw, [
+    "content-length",
+    "12",
+  ]);
+  // A head in the middle of a chunk parses from its range.
+  const buf = enc.encode("xxGET /r HTTP/1.1\r\nHost: h\r\n\r\nyy");
+  assert.equal(parseRequestHead(buf, DEFAULT_LIMITS, 2, buf.length - 2).path, "/r");
+});

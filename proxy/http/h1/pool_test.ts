@@ -292,3 +292,31 @@ Deno.test("client: request head is origin-form with host from authority and only
     await be.close();
   }
 });
+
+Deno.test("client: aborting a finished exchange's signal leaves the connection and its next exchange alone", async () => {
+  // The second request on a connection is answered late, so the first one's abort lands mid-exchange.
+  const be = await rawBackend((s, n) => {
+    if (n === 2) setTimeout(() => s.write(OK("two")), 100);
+    else s.write(OK(`r${n}`));
+  });
+  const pool = newPool(be.port);
+  try {
+    const c1 = new AbortController();
+    assert.equal(await text((await pool.request(request("GET", "/1"), c1.signal)).body), "r1");
+    const c2 = new AbortController();
+    const p2 = pool.request(request("GET", "/2"), c2.signal);
+    await sleep(20);
+    c1.abort(new Error("first request's client gone"));
+    assert.equal(await text((await p2).body), "two");
+    c2.abort(new Error("second request's client gone"));
+    assert.equal(
+      await text((await pool.request(request("GET", "/3"), new AbortController().signal)).body),
+      "r3",
+    );
+    assert.equal(be.connections(), 1);
+    assert.equal(be.closes(), 0);
+  } finally {
+    pool.close();
+    await be.close();
+  }
+});
