@@ -36,10 +36,11 @@ export interface ParsedRequestHead {
 }
 
 /**
- * Request pseudo-headers into fields, the rest into a HeaderList. nghttp2 has already refused
- * malformed blocks (missing or repeated pseudo-headers, connection-specific fields, upper case),
- * so this only moves fields. Multiple `cookie` fields are joined with "; " (RFC 9113 §8.2.3) so
- * the request can cross into HTTP/1 unchanged.
+ * Request pseudo-headers into fields, the rest into a HeaderList. The block was validated
+ * (validate.ts: pseudo-headers known, once each, first), so this only moves fields. Multiple
+ * `cookie` fields are joined with "; " (RFC 9113 §8.2.3) so the request can cross into HTTP/1
+ * unchanged. `raw` becomes the HeaderList's array: the regular fields are moved down over the
+ * pseudo-headers in place (the decoder's array is not copied into another).
  */
 export function parseRequestHead(raw: string[]): ParsedRequestHead {
   let method = "";
@@ -50,7 +51,7 @@ export function parseRequestHead(raw: string[]): ParsedRequestHead {
   let listSize = 0;
   let cookieAt = -1;
   let contentLength: number | undefined;
-  const out: string[] = [];
+  let w = 0; // next slot for a kept field; never ahead of the read position
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
     const value = raw[i + 1];
@@ -69,21 +70,23 @@ export function parseRequestHead(raw: string[]): ParsedRequestHead {
     if (name === "te") continue; // hop-by-hop; the HTTP/2 client adds it back for gRPC
     if (name === "cookie") {
       if (cookieAt >= 0) {
-        out[cookieAt] += "; " + value;
+        raw[cookieAt] += "; " + value;
         continue;
       }
-      cookieAt = out.length + 1;
+      cookieAt = w + 1;
     } else if (name === "content-length") {
       contentLength = parseLength(value);
     }
-    out.push(name, value);
+    raw[w++] = name;
+    raw[w++] = value;
   }
+  raw.length = w;
   return {
     method,
     scheme,
     authority: authority ?? host ?? "",
     path,
-    headers: new HeaderList(out),
+    headers: new HeaderList(raw),
     contentLength,
     listSize,
   };
@@ -95,20 +98,24 @@ export interface ParsedResponseHead {
   contentLength: number | undefined;
 }
 
+/** As `parseRequestHead`: `raw` (validated) becomes the HeaderList's array, :status moved out. */
 export function parseResponseHead(raw: string[]): ParsedResponseHead {
   let status = 0;
   let contentLength: number | undefined;
-  const out: string[] = [];
+  let w = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
+    const value = raw[i + 1];
     if (name.charCodeAt(0) === 58) {
-      if (name === ":status") status = Number(raw[i + 1]);
+      if (name === ":status") status = Number(value);
       continue;
     }
-    if (name === "content-length") contentLength = parseLength(raw[i + 1]);
-    out.push(name, raw[i + 1]);
+    if (name === "content-length") contentLength = parseLength(value);
+    raw[w++] = name;
+    raw[w++] = value;
   }
-  return { status, headers: new HeaderList(out), contentLength };
+  raw.length = w;
+  return { status, headers: new HeaderList(raw), contentLength };
 }
 
 /** Trailers as a HeaderList; pseudo-headers (never valid in trailers) are dropped. */
