@@ -16,7 +16,7 @@ import { writeBody } from "./write_body.ts";
 import { Http2ClientError } from "./errors.ts";
 import { ErrorCode, errorCodeName } from "./frame.ts";
 import { H2Session } from "./session.ts";
-import type { H2Stream, StreamFailure } from "./stream.ts";
+import type { H2Stream, StreamFailure, StreamOwner } from "./stream.ts";
 import { checkResponse } from "./validate.ts";
 
 /** Opens the transport to the endpoint; must reject (not hang) when `signal` aborts. */
@@ -212,44 +212,70 @@ export class Http2Connection {
         ),
       );
     }
-    const noBody = req.method === "HEAD";
-    return new Promise<HttpResponse>((resolve, reject) => {
-      let answered = false;
-      const onAbort = () => {
-        if (!answered) {
-          answered = true;
-          reject(signal.reason);
-        }
-        stream.reset(ErrorCode.CANCEL);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      stream.onHead = (fields, endStream) => {
-        if (answered) return;
-        const bad = checkResponse(fields);
-        if (bad !== undefined) {
-          answered = true;
-          stream.reset(ErrorCode.PROTOCOL_ERROR);
-          reject(new Http2ClientError(`${name}: malformed response: ${bad}`, "malformed_response", false));
-          return;
-        }
-        const head = parseResponseHead(fields);
-        if (head.status < 200 && !endStream) return; // informational: the real head follows
-        stream.headReceived = true;
-        answered = true;
-        if (!noBody && head.status !== 204 && head.status !== 304 && head.contentLength !== undefined) {
-          stream.expectedLength = head.contentLength;
-        }
-        const rb = endStream ? EMPTY_BODY : new StreamBody(stream, head.contentLength);
-        resolve({ status: head.status, headers: head.headers, body: rb });
-      };
-      stream.onClose = (f) => {
-        signal.removeEventListener("abort", onAbort);
-        if (answered) return;
-        answered = true;
-        reject(streamFailure(name, f));
-      };
-      if (!empty) writeBody(stream, body).catch(() => {});
-    });
+    const ex = new ResponseExchange(stream, signal, name, req.method === "HEAD");
+    signal.addEventListener("abort", ex, { once: true });
+    stream.owner = ex;
+    if (!empty) writeBody(stream, body).catch(() => {});
+    return ex.response.promise;
+  }
+}
+
+/**
+ * One request's wait for its response: the stream's owner and the signal's abort listener in one
+ * object (no closure per event per request).
+ */
+class ResponseExchange implements StreamOwner {
+  readonly response = Promise.withResolvers<HttpResponse>();
+  #answered = false;
+  readonly #stream: H2Stream;
+  readonly #signal: AbortSignal;
+  readonly #name: string;
+  readonly #noBody: boolean;
+
+  constructor(stream: H2Stream, signal: AbortSignal, name: string, noBody: boolean) {
+    this.#stream = stream;
+    this.#signal = signal;
+    this.#name = name;
+    this.#noBody = noBody;
+  }
+
+  /** The caller's signal aborted. */
+  handleEvent(): void {
+    if (!this.#answered) {
+      this.#answered = true;
+      this.response.reject(this.#signal.reason);
+    }
+    this.#stream.reset(ErrorCode.CANCEL);
+  }
+
+  streamHead(fields: string[], endStream: boolean): void {
+    if (this.#answered) return;
+    const stream = this.#stream;
+    const bad = checkResponse(fields);
+    if (bad !== undefined) {
+      this.#answered = true;
+      stream.reset(ErrorCode.PROTOCOL_ERROR);
+      this.response.reject(
+        new Http2ClientError(`${this.#name}: malformed response: ${bad}`, "malformed_response", false),
+      );
+      return;
+    }
+    const head = parseResponseHead(fields);
+    if (head.status < 200 && !endStream) return; // informational: the real head follows
+    stream.headReceived = true;
+    this.#answered = true;
+    if (!this.#noBody && head.status !== 204 && head.status !== 304 && head.contentLength !== undefined) {
+      stream.expectedLength = head.contentLength;
+    }
+    const rb = endStream ? EMPTY_BODY : new StreamBody(stream, head.contentLength);
+    this.response.resolve({ status: head.status, headers: head.headers, body: rb });
+  }
+
+  streamClosed(f: StreamFailure | undefined): void {
+    this.#signal.removeEventListener("abort", this);
+    if (this.#answered) return;
+    this.#answered = true;
+    this.response.reject(streamFailure(this.#name, f));
   }
 }
 

@@ -25,7 +25,7 @@ import { writeBody } from "./write_body.ts";
 import { Http2StreamReset } from "./errors.ts";
 import { ErrorCode } from "./frame.ts";
 import { H2Session } from "./session.ts";
-import type { H2Stream, StreamFailure } from "./stream.ts";
+import type { H2Stream, StreamFailure, StreamOwner } from "./stream.ts";
 import { checkRequest } from "./validate.ts";
 import type { HeaderListTooLarge } from "./hpack.ts";
 
@@ -173,47 +173,62 @@ function handleStream(
     headers: head.headers,
     body,
   };
-  const ac = new AbortController();
-  // Set once the whole response is queued; a stream that fails before (a client RST_STREAM, the
-  // connection dropping) aborts the service and whatever it started upstream.
-  let completed = false;
-  const abort = (f: StreamFailure | undefined) => {
+  const ex = new ServedExchange();
+  stream.owner = ex;
+  void serve(ex, stream, req, service, limits.log);
+}
+
+/**
+ * One request being served: the stream's owner. A stream that fails before the whole response is
+ * queued (a client RST_STREAM, the connection dropping) aborts the service and whatever it
+ * started upstream.
+ */
+class ServedExchange implements StreamOwner {
+  readonly ac = new AbortController();
+  /** Set once the whole response is queued. */
+  completed = false;
+
+  streamClosed(f: StreamFailure | undefined): void {
     // A clean finish (both sides ended) means the whole response went out: nothing to abort, and
     // no error to build (this runs for every stream, often before `completed` is set).
-    if (f === undefined || completed || ac.signal.aborted) return;
-    const code = f?.kind === "reset" || f?.kind === "refused" ? f.code : ErrorCode.INTERNAL_ERROR;
-    ac.abort(new Http2StreamReset(`client reset the stream (code ${code})`, code));
-  };
-  stream.onClose = abort;
-  let pending: Promise<HttpResponse>;
-  try {
-    pending = service(req, ac.signal);
-  } catch (e) {
-    pending = Promise.reject(e);
+    if (f === undefined || this.completed || this.ac.signal.aborted) return;
+    const code = f.kind === "reset" || f.kind === "refused" ? f.code : ErrorCode.INTERNAL_ERROR;
+    this.ac.abort(new Http2StreamReset(`client reset the stream (code ${code})`, code));
   }
-  pending.then(
-    (res) => respond(stream, req, res),
-    (e) => {
-      if (stream.closed) return false;
-      return respond(stream, req, errorResponse(e, req, limits.log));
-    },
-  ).then(
-    (ok) => {
-      if (ok) {
-        completed = true;
-        // The response is complete: whatever the client still sends is not needed (§8.1).
-        if (!stream.remoteEnded && !stream.closed) {
-          stream.discard();
-          stream.reset(ErrorCode.NO_ERROR);
-        }
-      } else abort(stream.failure);
-    },
-    (e) => {
-      limits.log?.("warn", `h2 server: writing response failed: ${(e as Error).message}`);
-      stream.reset(ErrorCode.INTERNAL_ERROR);
-      abort(stream.failure);
-    },
-  );
+}
+
+/** Calls the service and writes its response (one async function per stream, no promise chain). */
+async function serve(
+  ex: ServedExchange,
+  stream: H2Stream,
+  req: HttpRequest,
+  service: HttpService,
+  log: Log | undefined,
+): Promise<void> {
+  let res: HttpResponse | undefined;
+  let failure: unknown;
+  try {
+    res = await service(req, ex.ac.signal);
+  } catch (e) {
+    if (stream.closed) return ex.streamClosed(stream.failure);
+    failure = e;
+  }
+  let ok: boolean;
+  try {
+    const r = respond(stream, req, res ?? errorResponse(failure, req, log));
+    ok = typeof r === "boolean" ? r : await r;
+  } catch (e) {
+    log?.("warn", `h2 server: writing response failed: ${(e as Error).message}`);
+    stream.reset(ErrorCode.INTERNAL_ERROR);
+    return ex.streamClosed(stream.failure);
+  }
+  if (!ok) return ex.streamClosed(stream.failure);
+  ex.completed = true;
+  // The response is complete: whatever the client still sends is not needed (§8.1).
+  if (!stream.remoteEnded && !stream.closed) {
+    stream.discard();
+    stream.reset(ErrorCode.NO_ERROR);
+  }
 }
 
 /** Answers without looking at the request body; whatever the client still sends is discarded. */
@@ -225,8 +240,8 @@ function refuse(stream: H2Stream, status: number, message: string): void {
   }, () => {});
 }
 
-/** Resolves true when the whole response was queued. */
-async function respond(stream: H2Stream, req: HttpRequest, res: HttpResponse): Promise<boolean> {
+/** True (or a promise of it, when a body is written) when the whole response was queued. */
+function respond(stream: H2Stream, req: HttpRequest, res: HttpResponse): boolean | Promise<boolean> {
   if (stream.closed) {
     res.body.cancel(new Error("client went away"));
     res.upgrade?.destroy();
@@ -249,7 +264,7 @@ async function respond(stream: H2Stream, req: HttpRequest, res: HttpResponse): P
     return true;
   }
   stream.sendHeaders(out, false);
-  return await writeBody(stream, body);
+  return writeBody(stream, body);
 }
 
 /** Per the gRPC spec's HTTP-to-gRPC status mapping. */

@@ -864,11 +864,12 @@ export class H2Session {
       }
       if (!s.headReceived) {
         // Client side: 1xx heads come first, then the response head.
-        if (s.onHead === undefined) {
+        const owner = s.owner;
+        if (owner?.streamHead === undefined) {
           this.resetStream(s, ErrorCode.PROTOCOL_ERROR);
           return;
         }
-        s.onHead(fields!, endStream);
+        owner.streamHead(fields!, endStream);
         if (endStream && !s.closed) s.deliver(EMPTY, true);
         return;
       }

@@ -23,16 +23,25 @@ const EMPTY = new Uint8Array(0);
 export type Waiter = { resolve: () => void; reject: (e: Error) => void };
 
 /**
+ * Who hears about a stream: one object per exchange whose methods the stream calls, rather than
+ * a closure per event per stream.
+ */
+export interface StreamOwner {
+  /** Client: field blocks before the body (1xx and the final head). */
+  streamHead?(fields: string[], endStream: boolean): void;
+  /** Once, when the stream is closed: `failure` is undefined when both sides ended normally. */
+  streamClosed(failure: StreamFailure | undefined): void;
+}
+
+/**
  * One stream. The receive side is read with `read()` (DATA payloads, null at END_STREAM, then
  * `trailers`); the send side with `sendHeaders`, `sendData`, `sendTrailers`, `reset`.
  */
 export class H2Stream {
   readonly id: number;
   readonly session: H2Session;
-  /** Client: field blocks before the body (1xx and the final head). Server: trailers only arrive via `trailers`. */
-  onHead: ((fields: string[], endStream: boolean) => void) | undefined;
-  /** Once, when the stream is closed: `failure` is undefined when both sides ended normally. */
-  onClose: ((failure: StreamFailure | undefined) => void) | undefined;
+  /** Told of heads (client) and of the close. Server: trailers only arrive via `trailers`. */
+  owner: StreamOwner | undefined;
   /** Trailing fields (raw, lower-case names), once `read()` has returned null. */
   trailers: string[] | undefined;
   /** Content-Length the peer declared; a body of another size is a PROTOCOL_ERROR. */
@@ -188,14 +197,14 @@ export class H2Stream {
       this.sendingBody = undefined;
       b.cancel(new Error("stream closed by peer"));
     }
-    this.onClose?.(f);
+    this.owner?.streamClosed(f);
   }
 
   /** Session: both sides ended. */
   finish(): void {
     if (this.closed) return;
     this.closed = true;
-    this.onClose?.(undefined);
+    this.owner?.streamClosed(undefined);
   }
 
   sendHeaders(fields: string[], endStream: boolean): void {
