@@ -4,7 +4,7 @@
  * error as RST_STREAM), and a well-behaved client on another connection keeps being served.
  */
 import assert from "node:assert/strict";
-import { textResponse } from "../message.ts";
+import { type Body, HeaderList, textResponse } from "../message.ts";
 import {
   call,
   closeSession,
@@ -15,6 +15,7 @@ import {
   FRAME,
   frame,
   hpackLiteral,
+  PREFACE,
   type RawFrame,
   RawH2Client,
   startH2Proxy,
@@ -319,3 +320,65 @@ Deno.test("H2Session: a request split over HEADERS + CONTINUATION with padding a
     await p.close();
   }
 });
+
+Deno.test("H2Session: a body within the windows goes out as one DATA frame with END_STREAM; one beyond them waits for WINDOW_UPDATE", async () => {
+  const body = new Uint8Array(25).fill(0x62);
+  const p = await startH2Proxy((req) =>
+    Promise.resolve(
+      req.path === "/small" ? textResponse(200, "hello") : {
+        status: 200,
+        headers: new HeaderList(["content-length", "25"]),
+        body: bytesBody(body),
+      },
+    )
+  );
+  try {
+    // The client allows 10 bytes per stream: the 25-byte body cannot be queued at once.
+    const raw = await RawH2Client.open(p.port, false);
+    raw.write(PREFACE, frame(FRAME.SETTINGS, 0, 0, setting(4, 10)));
+    raw.write(
+      frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, hpackLiteral(rewritePath(GOOD, "/small"))),
+    );
+    const small = await raw.waitFor((f) => f.type === FRAME.DATA && f.streamId === 1);
+    assert.ok(small);
+    assert.equal(new TextDecoder().decode(small.payload), "hello");
+    assert.equal(small.flags & FLAG.END_STREAM, FLAG.END_STREAM, "END_STREAM rides on the only DATA frame");
+    assert.equal(raw.frames.filter((f) => f.type === FRAME.DATA && f.streamId === 1).length, 1);
+
+    raw.write(
+      frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 3, hpackLiteral(rewritePath(GOOD, "/big"))),
+    );
+    assert.ok(await raw.waitFor((f) => f.type === FRAME.DATA && f.streamId === 3));
+    await new Promise((r) => setTimeout(r, 50));
+    const before = raw.frames.filter((f) => f.type === FRAME.DATA && f.streamId === 3);
+    assert.deepEqual(
+      before.map((f) => f.payload.length),
+      [10],
+      "only the window's 10 bytes before WINDOW_UPDATE",
+    );
+    raw.write(frame(FRAME.WINDOW_UPDATE, 0, 3, u32(100)));
+    const end = await raw.waitFor((f) =>
+      f.type === FRAME.DATA && f.streamId === 3 && (f.flags & FLAG.END_STREAM) !== 0
+    );
+    assert.ok(end);
+    const all = raw.frames.filter((f) => f.type === FRAME.DATA && f.streamId === 3);
+    assert.deepEqual([...concat(all.map((f) => f.payload))], [...body]);
+    raw.destroy();
+  } finally {
+    await p.close();
+  }
+});
+
+function rewritePath(fields: [string, string][], path: string): [string, string][] {
+  return fields.map(([n, v]) => [n, n === ":path" ? path : v]);
+}
+
+function bytesBody(b: Uint8Array): Body {
+  let sent = false;
+  return {
+    length: b.length,
+    read: () => Promise.resolve(sent ? null : (sent = true, b)),
+    trailers: undefined,
+    cancel: () => {},
+  };
+}
