@@ -1,8 +1,10 @@
 /**
- * The original destination of a redirected connection. Deno exposes neither socket fds nor
- * SO_ORIGINAL_DST, so the Linux implementation finds the accepted socket's fd by matching its
- * peer and local port among /proc/self/fd, then asks the kernel through libc. This runs once per
- * accepted connection, never on the byte path.
+ * The original destination of a redirected connection. Deno exposes no SO_ORIGINAL_DST, so the
+ * Linux implementation asks the kernel through libc on the accepted socket's fd. Deno's TCP handle
+ * hands out a duplicate of that fd (`fdForIpc`, meant for passing sockets to child processes),
+ * which is used and closed at once; where the runtime has no such method, the fd is found by
+ * matching the socket's peer and local port among /proc/self/fd (a scan that grows with the
+ * number of open connections). This runs once per accepted connection, never on the byte path.
  */
 
 export interface SocketAddr {
@@ -18,6 +20,12 @@ export interface AcceptedSocket {
   localPort?: number;
   /** When present, lets the lookup learn which fd numbers free up (sockets are event emitters). */
   once?(event: "close", cb: () => void): unknown;
+}
+
+/** Deno's native TCP handle under a node:net socket, as far as the lookup uses it. */
+interface DupableHandle {
+  /** A new fd for the same socket (the caller owns it and must close it). */
+  fdForIpc(): number;
 }
 
 export interface OrigDst {
@@ -90,6 +98,7 @@ const LIBC_SYMBOLS = {
   getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  close: { parameters: ["i32"], result: "i32" },
 } as const;
 
 /** SO_ORIGINAL_DST through libc; construct once per process (dlopen is not free). */
@@ -171,6 +180,22 @@ export class LinuxOrigDst implements OrigDst {
     return addr;
   }
 
+  /**
+   * A duplicate of the socket's own fd from Deno's TCP handle, or undefined when the runtime has
+   * none. The caller closes it.
+   */
+  dupFd(sock: AcceptedSocket): number | undefined {
+    const h = (sock as { _handle?: Partial<DupableHandle> | null })._handle;
+    if (typeof h?.fdForIpc !== "function") return undefined;
+    let fd: unknown;
+    try {
+      fd = h.fdForIpc();
+    } catch {
+      return undefined;
+    }
+    return typeof fd === "number" && Number.isInteger(fd) && fd >= 0 ? fd : undefined;
+  }
+
   /** findFd, remembering the fd for reuse once the socket closes. */
   track(sock: AcceptedSocket): number | undefined {
     const fd = this.findFd(sock);
@@ -179,15 +204,31 @@ export class LinuxOrigDst implements OrigDst {
   }
 
   lookup(sock: AcceptedSocket): SocketAddr {
+    // IPv4 and IPv4-mapped clients keep their NAT entry in the IPv4 table.
+    const v6 = (sock.remoteAddress ?? "").includes(":") &&
+      !normalizeIp(sock.remoteAddress ?? "").includes(".");
+    const dup = this.dupFd(sock);
+    if (dup !== undefined) {
+      try {
+        // The duplicate is this very socket; the address check guards against a runtime whose
+        // fdForIpc means something else (then the scan below decides).
+        if (
+          sock.remoteAddress !== undefined && sock.remotePort !== undefined &&
+          sock.localPort !== undefined &&
+          this.#matches(dup, normalizeIp(sock.remoteAddress), sock.remotePort, sock.localPort)
+        ) {
+          return this.origDstOfFd(dup, v6);
+        }
+      } finally {
+        this.#lib.symbols.close(dup);
+      }
+    }
     const fd = this.track(sock);
     if (fd === undefined) {
       throw new OrigDstError(
         `no fd found for the connection from ${sock.remoteAddress}:${sock.remotePort} to port ${sock.localPort}`,
       );
     }
-    // IPv4 and IPv4-mapped clients keep their NAT entry in the IPv4 table.
-    const v6 = (sock.remoteAddress ?? "").includes(":") &&
-      !normalizeIp(sock.remoteAddress ?? "").includes(".");
     return this.origDstOfFd(fd, v6);
   }
 }

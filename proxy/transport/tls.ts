@@ -9,8 +9,7 @@ import { connect as netConnect } from "node:net";
 import { tlsReadGate } from "./tls_flow.ts";
 import type { CertStore, TlsCredentials } from "../core/cert_store.ts";
 import { PeerVerifier } from "./peer_verify.ts";
-import { dnsSans } from "./peer_verify.ts";
-import { X509Certificate } from "node:crypto";
+import { dnsSansOf } from "./peer_verify.ts";
 
 /** Honoured by node:tls (passed to the underlying socket) though missing from its option types. */
 type HalfOpen = { allowHalfOpen: boolean };
@@ -137,7 +136,7 @@ export class MeshTls {
         const peer = t.getPeerCertificate();
         let clientId: string | undefined;
         if (peer && peer.raw) {
-          const v = verifier.verify(peer.raw);
+          const v = verifier.verify(peer.raw, Date.now(), peer.fingerprint256);
           if (!v.ok) {
             t.destroy();
             sock.destroy();
@@ -178,6 +177,23 @@ export interface ConnectedTls {
   alpn: string | undefined;
 }
 
+/**
+ * Deno's tls.connect hands checkServerIdentity the peer's certificate with its whole chain, which
+ * it builds on every handshake by parsing each certificate the peer sent and every CA certificate
+ * of the context (a tenth of an outbound proxy's CPU per new connection). The identity check needs
+ * the leaf only, so until the handshake is over the socket answers with the leaf; the chain itself
+ * is verified natively either way (t.authorized). Afterwards it answers as node:tls does (the
+ * method stays: deleting a property would slow every later use of the socket).
+ */
+function leafOnlyDuringHandshake(t: tls.TLSSocket): void {
+  const full = t.getPeerCertificate;
+  let handshaking = true;
+  t.getPeerCertificate =
+    ((detailed?: boolean) =>
+      full.call(t, handshaking ? false : detailed === true)) as typeof t.getPeerCertificate;
+  t.once("secureConnect", () => handshaking = false);
+}
+
 function connectTls(secureContext: tls.SecureContext, opts: ConnectTlsOptions): Promise<ConnectedTls> {
   return new Promise((resolve, reject) => {
     let identityError: string | undefined;
@@ -193,13 +209,15 @@ function connectTls(secureContext: tls.SecureContext, opts: ConnectTlsOptions): 
         allowHalfOpen: true,
         ALPNProtocols: opts.alpn,
         checkServerIdentity: (_host, cert) => {
-          const sans = cert.raw ? dnsSans(new X509Certificate(cert.raw)) : [];
+          // node:tls parsed the leaf already: its subjectaltname text needs no second parse.
+          const sans = dnsSansOf(cert.subjectaltname);
           if (sans.includes(opts.expectedIdentity)) return undefined;
           identityError = `server presented ${JSON.stringify(sans)}, want ${opts.expectedIdentity}`;
           return new Error(identityError);
         },
       },
     );
+    leafOnlyDuringHandshake(t);
     // The TCP socket is ours, so it closes with the TLS socket.
     t.once("close", () => raw.destroy());
     const timer = setTimeout(

@@ -125,6 +125,45 @@ Deno.test("mesh tls: the server refuses other-CA and expired client certificates
   }
 });
 
+Deno.test("mesh tls: a client presenting the same certificate again is identified again", async () => {
+  // The server's verdict cache is keyed by the fingerprint node:tls gives: repeats must still be
+  // answered with the identity, each time.
+  const s = await server(await storeFor(ca.issue(B)));
+  try {
+    const client = new MeshTls(await storeFor(ca.issue(A)));
+    for (let i = 0; i < 3; i++) assert.equal((await roundTrip(client, s.port)).got, "hello");
+    await waitFor(s.seen, 3);
+    assert.deepEqual(s.seen.map((x) => x.clientId), [A, A, A]);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("mesh tls: after the handshake the client socket gives the server's chain as node:tls does", async () => {
+  // The identity check sees the leaf only (tls.ts, leafOnlyDuringHandshake); afterwards the
+  // socket answers with the chain again.
+  const s = await server(await storeFor(ca.issue(B)));
+  try {
+    const { socket } = await new MeshTls(await storeFor(ca.issue(A))).connect({
+      host: "127.0.0.1",
+      port: s.port,
+      serverName: B,
+      expectedIdentity: B,
+      alpn: [TRANSPORT_HEADER_ALPN],
+      timeoutMs: 2000,
+    });
+    try {
+      const detailed = socket.getPeerCertificate(true);
+      assert.equal(detailed.subjectaltname, `DNS:${B}`);
+      assert.ok(detailed.issuerCertificate, "no issuer certificate in the detailed peer certificate");
+    } finally {
+      socket.destroy();
+    }
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("mesh tls: the client refuses a server whose certificate is from another CA", async () => {
   const foreign = await other.issue(B);
   const s = await server(await storeFor(Promise.resolve({ ...foreign, trustAnchorsPem: other.certPem })));
