@@ -71,6 +71,8 @@ export class HpackDecoder {
   /** The block being decoded and the read position in it. */
   #buf: Uint8Array = EMPTY;
   #at = 0;
+  /** End of the block within `#buf`. */
+  #end = 0;
   /** Output of Huffman decoding before it becomes a string; grown on demand. */
   #scratch = new Uint8Array(256);
   #lastListSize = 0;
@@ -114,10 +116,11 @@ export class HpackDecoder {
    * Decodes one complete header block into [name0, value0, name1, value1, ...] in wire order.
    * Throws HpackError for a malformed block, or HeaderListTooLarge after decoding all of it.
    */
-  decode(block: Uint8Array): string[] {
+  decode(block: Uint8Array, start = 0, end = block.length): string[] {
+    // A range, so the session can decode a frame's block where it lies in the socket's chunk.
     this.#buf = block;
-    this.#at = 0;
-    const end = block.length;
+    this.#at = start;
+    this.#end = end;
     const t = this.#table;
     const maxList = this.#maxListSize;
     const maxCount = this.#maxFieldCount;
@@ -204,7 +207,7 @@ export class HpackDecoder {
       // so a sixth can only be padding or overflow: both refused.
       let shift = 0;
       for (;;) {
-        if (at >= buf.length) throw new HpackError("truncated block (in an integer)");
+        if (at >= this.#end) throw new HpackError("truncated block (in an integer)");
         const c = buf[at++];
         v += (c & 0x7f) * (1 << shift);
         if (v > MAX_INT) throw new HpackError("integer overflow");
@@ -230,13 +233,13 @@ export class HpackDecoder {
   /** A string literal (§5.2): H flag, 7-bit-prefix length, octets. */
   #string(): string {
     const buf = this.#buf;
-    if (this.#at >= buf.length) throw new HpackError("truncated block (missing a string)");
+    if (this.#at >= this.#end) throw new HpackError("truncated block (missing a string)");
     const huffman = buf[this.#at] & 0x80;
     const len = this.#int(7);
     const start = this.#at;
     const end = start + len;
-    if (end > buf.length) {
-      throw new HpackError(`truncated block: string of ${len} bytes, ${buf.length - start} left`);
+    if (end > this.#end) {
+      throw new HpackError(`truncated block: string of ${len} bytes, ${this.#end - start} left`);
     }
     this.#at = end;
     if (huffman === 0) return latin1(buf, start, end);

@@ -674,9 +674,19 @@ export class H2Session {
       const type = buf[at + 3];
       const flags = buf[at + 4];
       const id = read32(buf, at + 5) & 0x7fffffff;
-      const payload = buf.subarray(at + FRAME_HEADER_SIZE, at + FRAME_HEADER_SIZE + len);
-      at += FRAME_HEADER_SIZE + len;
-      this.#frame(type, flags, id, payload);
+      const start = at + FRAME_HEADER_SIZE;
+      at = start + len;
+      if (
+        type === FrameType.HEADERS && (flags & (Flag.PADDED | Flag.PRIORITY)) === 0 &&
+        (flags & Flag.END_HEADERS) !== 0 && id !== 0 && this.#continuation === undefined &&
+        this.#remoteSettingsSeen
+      ) {
+        // The usual field block, one frame that passes #frame's and #headers' checks: decoded
+        // where it lies, without views of the payload and the fragment.
+        this.#block(id, (flags & Flag.END_STREAM) !== 0, buf, start, at);
+      } else {
+        this.#frame(type, flags, id, buf.subarray(start, at));
+      }
       if (this.#dead) return;
     }
     if (at < buf.length) this.#pending = buf.subarray(at);
@@ -797,7 +807,7 @@ export class H2Session {
     const fragment = p.subarray(start, end);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if (flags & Flag.END_HEADERS) {
-      this.#block(id, endStream, fragment);
+      this.#block(id, endStream, fragment, 0, fragment.length);
       return;
     }
     this.#continuation = {
@@ -839,14 +849,14 @@ export class H2Session {
       block.set(part, at);
       at += part.length;
     }
-    this.#block(id, c.endStream, block);
+    this.#block(id, c.endStream, block, 0, block.length);
   }
 
-  #block(id: number, endStream: boolean, block: Uint8Array): void {
+  #block(id: number, endStream: boolean, block: Uint8Array, start: number, end: number): void {
     let fields: string[] | undefined;
     let tooLarge: HeaderListTooLarge | undefined;
     try {
-      fields = this.#decoder.decode(block);
+      fields = this.#decoder.decode(block, start, end);
     } catch (e) {
       if (e instanceof HeaderListTooLarge) tooLarge = e;
       else if (e instanceof HpackError) return this.#fatal(ErrorCode.COMPRESSION_ERROR, e.message);
