@@ -12,7 +12,7 @@ import { EMPTY_BODY, type HttpRequest, type HttpResponse, isGrpc } from "../mess
 import type { Log } from "../../core/log.ts";
 import { appendSendable, parseResponseHead } from "./headers.ts";
 import { StreamBody } from "./stream_body.ts";
-import { writeBody } from "./write_body.ts";
+import { writeBodyNow } from "./write_body.ts";
 import { Http2ClientError } from "./errors.ts";
 import { ErrorCode, errorCodeName } from "./frame.ts";
 import { H2Session } from "./session.ts";
@@ -215,7 +215,10 @@ export class Http2Connection {
     const ex = new ResponseExchange(stream, signal, name, req.method === "HEAD");
     signal.addEventListener("abort", ex, { once: true });
     stream.owner = ex;
-    if (!empty) writeBody(stream, body).catch(() => {});
+    if (!empty) {
+      const sent = writeBodyNow(stream, body);
+      if (typeof sent !== "boolean") sent.catch(() => {});
+    }
     return ex.response.promise;
   }
 }

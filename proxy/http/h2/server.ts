@@ -21,7 +21,7 @@ import {
 import type { Log } from "../../core/log.ts";
 import { appendSendable, parseRequestHead } from "./headers.ts";
 import { StreamBody } from "./stream_body.ts";
-import { writeBody } from "./write_body.ts";
+import { writeBodyNow } from "./write_body.ts";
 import { Http2StreamReset } from "./errors.ts";
 import { ErrorCode } from "./frame.ts";
 import { H2Session } from "./session.ts";
@@ -264,7 +264,7 @@ function respond(stream: H2Stream, req: HttpRequest, res: HttpResponse): boolean
     return true;
   }
   stream.sendHeaders(out, false);
-  return writeBody(stream, body);
+  return writeBodyNow(stream, body);
 }
 
 /** Per the gRPC spec's HTTP-to-gRPC status mapping. */

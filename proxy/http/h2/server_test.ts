@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import * as http2 from "node:http2";
 import type * as net from "node:net";
 import {
+  type Body,
   bytesBody,
   grpcErrorResponse,
   HeaderList,
@@ -445,4 +446,43 @@ Deno.test("serveHttp2: the drain signal closes like close(grace): new streams re
   } finally {
     await p.close();
   }
+});
+
+Deno.test("serveHttp2: sized response bodies that are not one ready chunk still arrive whole (two chunks, one that waits, one too long)", async () => {
+  const enc = (s: string) => new TextEncoder().encode(s);
+  const sized = (body: Body, length: number): Body => ({ ...body, length });
+  await withServer((req) => {
+    const h = new HeaderList();
+    if (req.path === "/two") {
+      return Promise.resolve({ status: 200, headers: h, body: sized(bytesBody([enc("ab"), enc("cd")]), 4) });
+    }
+    if (req.path === "/later") {
+      // Nothing ready at first: readNow says "wait", read() delivers.
+      let done = false;
+      const later: Body = {
+        length: 5,
+        readNow: () => (done ? null : undefined),
+        read: () => new Promise((r) => setTimeout(() => r(done ? null : (done = true, enc("later"))), 10)),
+        trailers: undefined,
+        cancel: () => {},
+      };
+      return Promise.resolve({ status: 200, headers: h, body: later });
+    }
+    // Declares 2 bytes, has 4: never passed on.
+    return Promise.resolve({ status: 200, headers: h, body: sized(bytesBody([enc("ab"), enc("cd")]), 2) });
+  }, async (port) => {
+    const c = await connectClient(port);
+    try {
+      const two = await call(c, { ":method": "GET", ":path": "/two" });
+      assert.equal(new TextDecoder().decode(two.body), "abcd");
+      assert.equal(two.rstCode, undefined);
+      const later = await call(c, { ":method": "GET", ":path": "/later" });
+      assert.equal(new TextDecoder().decode(later.body), "later");
+      const long = await call(c, { ":method": "GET", ":path": "/long" });
+      assert.equal(long.rstCode, 2, "a body longer than declared is reset (INTERNAL_ERROR)");
+      assert.notEqual(new TextDecoder().decode(long.body), "abcd");
+    } finally {
+      await closeSession(c);
+    }
+  });
 });

@@ -14,6 +14,65 @@ import type { H2Stream } from "./stream.ts";
 const EMPTY = new Uint8Array(0);
 
 /**
+ * As `writeBody`, but a sized body that is already here in full (one chunk, then the end, no
+ * trailers) and fits the windows is queued now, without an async function and its promise: the
+ * common small response. Anything else goes through `writeBody`, with what was read replayed.
+ */
+export function writeBodyNow(stream: H2Stream, body: Body): boolean | Promise<boolean> {
+  const declared = body.length;
+  if (declared === undefined || declared === 0 || body.readNow === undefined) return writeBody(stream, body);
+  let first: Uint8Array | null | undefined;
+  let second: Uint8Array | null | undefined;
+  try {
+    first = body.readNow();
+    if (first === undefined) return writeBody(stream, body);
+    if (first !== null && first.length === declared) second = body.readNow();
+  } catch (e) {
+    stream.reset(e instanceof Http2StreamReset ? e.code : ErrorCode.INTERNAL_ERROR);
+    return false;
+  }
+  if (
+    first !== null && first.length === declared && second === null &&
+    (body.trailers === undefined || body.trailers.size === 0) && stream.trySendData(first, true)
+  ) {
+    return true;
+  }
+  return writeBody(stream, new Replay(body, first, second));
+}
+
+/** A body whose first one or two reads were already taken: they come first, then the rest. */
+class Replay implements Body {
+  readonly length: number | undefined;
+  readonly #body: Body;
+  readonly #taken: (Uint8Array | null)[];
+
+  constructor(body: Body, first: Uint8Array | null, second: Uint8Array | null | undefined) {
+    this.#body = body;
+    this.length = body.length;
+    // `second` undefined: it was not read (or would have waited), so reading goes on from the body.
+    this.#taken = second === undefined ? [first] : [first, second];
+  }
+
+  readNow(): Uint8Array | null | undefined {
+    if (this.#taken.length > 0) return this.#taken.shift();
+    return this.#body.readNow?.();
+  }
+
+  read(): Promise<Uint8Array | null> {
+    if (this.#taken.length > 0) return Promise.resolve(this.#taken.shift() ?? null);
+    return this.#body.read();
+  }
+
+  get trailers() {
+    return this.#body.trailers;
+  }
+
+  cancel(reason?: Error): void {
+    this.#body.cancel(reason);
+  }
+}
+
+/**
  * Resolves true when the whole body was queued, false when the exchange was cut short: a body
  * that fails resets the stream with its own reset code (else INTERNAL_ERROR); a stream that
  * closes first cancels the body.
