@@ -7,8 +7,12 @@
  */
 import { FRAME_HEADER_SIZE, FrameType } from "./frame.ts";
 
-/** DATA payloads at least this large are queued by reference, not copied into the stage. */
-const BY_REFERENCE = 1024;
+/**
+ * DATA payloads at least this large are queued by reference, not copied into the stage. Below it a
+ * copy is cheaper: a payload by reference still gets copied when the write joins it with its frame
+ * header, after costing a sealed piece and a list of pieces.
+ */
+const BY_REFERENCE = 4096;
 /** The stage starts this small (most sessions carry small messages) and grows on demand. */
 const INITIAL_STAGE = 1024;
 /** A stage grown above this is dropped after the write, so one burst does not pin it. */

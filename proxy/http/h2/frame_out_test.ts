@@ -28,15 +28,15 @@ Deno.test("FrameOut: staged headers, copies and whole frames come out in order, 
 
 Deno.test("FrameOut: a large payload kept by reference stays between the staged bytes around it", () => {
   const out = new FrameOut();
-  const big = bytes(5000, 9);
-  out.header(4000, FrameType.DATA, 0, 1);
-  out.payload(big, 500, 4500);
+  const big = bytes(10_000, 9);
+  out.header(9000, FrameType.DATA, 0, 1);
+  out.payload(big, 500, 9500);
   out.header(0, FrameType.DATA, 0x1, 1);
   const taken = out.take()!;
   assert.deepStrictEqual(
     [...taken],
     [
-      ...frameWith(FrameType.DATA, 0, 1, big.subarray(500, 4500)),
+      ...frameWith(FrameType.DATA, 0, 1, big.subarray(500, 9500)),
       ...frameWith(FrameType.DATA, 0x1, 1, bytes(0, 0)),
     ],
   );
