@@ -37,6 +37,7 @@ import {
 import { FrameOut } from "./frame_out.ts";
 import { HeaderListTooLarge, HpackDecoder, HpackEncoder, HpackError } from "./hpack.ts";
 import { failureError, H2Stream, type StreamFailure, type Waiter } from "./stream.ts";
+import { StreamTable } from "./stream_table.ts";
 
 export interface SessionOptions {
   role: "client" | "server";
@@ -106,7 +107,7 @@ export class H2Session {
   readonly #o: SessionOptions;
   readonly #decoder: HpackDecoder;
   readonly #encoder = new HpackEncoder();
-  readonly #streams = new Map<number, H2Stream>();
+  readonly #streams = new StreamTable<H2Stream>();
   readonly #highWater: number;
   readonly streamCreditBatch: number;
 
@@ -610,7 +611,7 @@ export class H2Session {
     this.#dead = true;
     this.#deadReason = reason;
     this.#out.clear();
-    const streams = [...this.#streams.values()];
+    const streams = this.#streams.values();
     this.#streams.clear();
     this.#active = 0;
     for (const s of streams) s.fail({ kind: "connection", message: reason });
@@ -1000,7 +1001,7 @@ export class H2Session {
     this.#peerLastStreamId = Math.min(this.#peerLastStreamId, last);
     this.#o.onGoaway?.(code, last, debug);
     // Streams we opened above `last` were never processed: safe to retry elsewhere.
-    for (const s of [...this.#streams.values()]) {
+    for (const s of this.#streams.values()) {
       const ours = (s.id & 1) === (this.role === "client" ? 1 : 0);
       if (ours && s.id > this.#peerLastStreamId) this.#close(s, { kind: "refused", code });
     }
