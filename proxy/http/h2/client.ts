@@ -84,7 +84,8 @@ export class Http2Connection {
         this.#retire(session);
         continue;
       }
-      return this.#send(session, req, signal);
+      // Awaited, not returned: resolving an async function with a promise costs an extra job and then().
+      return await this.#send(session, req, signal);
     }
   };
 
