@@ -7,6 +7,7 @@
  *
  *   deno run -A proxy/bench/cpu_sample.ts <port> <seconds> [top]
  */
+import { connectInspector } from "./inspector.ts";
 
 interface CallFrame {
   functionName: string;
@@ -29,36 +30,15 @@ if (!Number.isInteger(port) || port <= 0 || !(secs > 0 && secs <= 120)) {
   Deno.exit(2);
 }
 
-const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as {
-  webSocketDebuggerUrl: string;
-}[];
-const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
-await new Promise<void>((resolve, reject) => {
-  ws.onopen = () => resolve();
-  ws.onerror = () => reject(new Error(`inspector on port ${port}: websocket failed`));
-});
-let nextId = 0;
-const waiting = new Map<number, (result: unknown) => void>();
-ws.onmessage = (e) => {
-  const m = JSON.parse(e.data as string) as { id?: number; result?: unknown };
-  if (m.id !== undefined) {
-    waiting.get(m.id)?.(m.result);
-    waiting.delete(m.id);
-  }
-};
-function call(method: string, params: unknown = {}): Promise<unknown> {
-  const id = ++nextId;
-  const answer = new Promise<unknown>((resolve) => waiting.set(id, resolve));
-  ws.send(JSON.stringify({ id, method, params }));
-  return answer;
-}
+const inspector = await connectInspector(port);
+const call = inspector.call;
 
 await call("Profiler.enable");
 await call("Profiler.setSamplingInterval", { interval: 200 });
 await call("Profiler.start");
 await new Promise((r) => setTimeout(r, secs * 1000));
 const { profile } = await call("Profiler.stop") as { profile: { nodes: ProfileNode[] } };
-ws.close();
+inspector.close();
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const self = new Map<string, number>();

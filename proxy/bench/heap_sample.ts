@@ -11,6 +11,7 @@
  * Function positions are those of the code V8 runs (TypeScript after transpiling), so line numbers
  * can be a few lines off the source.
  */
+import { connectInspector } from "./inspector.ts";
 
 interface CallFrame {
   functionName: string;
@@ -32,29 +33,8 @@ if (!Number.isInteger(port) || port <= 0 || !(secs > 0 && secs <= 120)) {
   Deno.exit(2);
 }
 
-const targets = await (await fetch(`http://127.0.0.1:${port}/json/list`)).json() as {
-  webSocketDebuggerUrl: string;
-}[];
-const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
-await new Promise<void>((resolve, reject) => {
-  ws.onopen = () => resolve();
-  ws.onerror = () => reject(new Error(`inspector on port ${port}: websocket failed`));
-});
-let nextId = 0;
-const waiting = new Map<number, (result: unknown) => void>();
-ws.onmessage = (e) => {
-  const m = JSON.parse(e.data as string) as { id?: number; result?: unknown };
-  if (m.id !== undefined) {
-    waiting.get(m.id)?.(m.result);
-    waiting.delete(m.id);
-  }
-};
-function call(method: string, params: unknown = {}): Promise<unknown> {
-  const id = ++nextId;
-  const answer = new Promise<unknown>((resolve) => waiting.set(id, resolve));
-  ws.send(JSON.stringify({ id, method, params }));
-  return answer;
-}
+const inspector = await connectInspector(port);
+const call = inspector.call;
 
 await call("HeapProfiler.enable");
 await call("HeapProfiler.startSampling", {
@@ -64,7 +44,7 @@ await call("HeapProfiler.startSampling", {
 });
 await new Promise((r) => setTimeout(r, secs * 1000));
 const { profile } = await call("HeapProfiler.stopSampling") as { profile: { head: SampleNode } };
-ws.close();
+inspector.close();
 
 const self = new Map<string, number>();
 const inclusive = new Map<string, number>();
