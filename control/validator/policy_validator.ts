@@ -6,6 +6,7 @@
 import { DEFAULT_INBOUND_POLICIES } from "../../proto/env.ts";
 import { toIpNetwork } from "../../proto/ip.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
+import { networkContains } from "../policy/network_cidr.ts";
 import { convertFilter, grpcMatch, httpMatch } from "../policy/route_convert.ts";
 import {
   type AuthorizationPolicySpec,
@@ -42,13 +43,22 @@ function cidrProblem(cidr: unknown, field: string): string | undefined {
   }
 }
 
+// Linkerd refuses an exception that lies outside its network or removes all of it.
+function exceptProblem(cidr: string, except: string, field: string): string | undefined {
+  const net = toIpNetwork(cidr), ex = toIpNetwork(except);
+  if (networkContains(ex, net)) return `${field}: "${except}" covers all of cidr "${cidr}"`;
+  if (!networkContains(net, ex)) return `${field}: "${except}" is not inside cidr "${cidr}"`;
+  return undefined;
+}
+
 function networkProblems(list: NetworkSpec[] | undefined, field: string): string[] {
   const out: string[] = [];
   (list ?? []).forEach((n, i) => {
     const p = cidrProblem(n?.cidr, `${field}[${i}].cidr`);
     if (p) out.push(p);
     (n?.except ?? []).forEach((e, j) => {
-      const q = cidrProblem(e, `${field}[${i}].except[${j}]`);
+      const f = `${field}[${i}].except[${j}]`;
+      const q = cidrProblem(e, f) ?? (p ? undefined : exceptProblem(n.cidr, e, f));
       if (q) out.push(q);
     });
   });

@@ -63,6 +63,24 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.networks[0].except[0]:",
   ],
   [
+    "NetworkAuthentication: except outside its cidr",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/16", except: ["10.2.0.0/24"] }] }),
+    'spec.networks[0].except[0]: "10.2.0.0/24" is not inside cidr "10.0.0.0/16"',
+  ],
+  [
+    "NetworkAuthentication: except covering all of its cidr",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.1.0.0/16", except: ["10.0.0.0/8"] }] }),
+    'spec.networks[0].except[0]: "10.0.0.0/8" covers all of cidr "10.1.0.0/16"',
+  ],
+  [
+    "ServerAuthorization: except of another address family",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { unauthenticated: true, networks: [{ cidr: "10.0.0.0/8", except: ["fd00::/8"] }] },
+    }),
+    'spec.client.networks[0].except[0]: "fd00::/8" is not inside cidr "10.0.0.0/8"',
+  ],
+  [
     "ServerAuthorization: bad network",
     review(P, "ServerAuthorization", {
       server: { name: "s" },
@@ -212,6 +230,10 @@ const accepted: [string, ReturnType<typeof review>][] = [
       targetRef: { kind: "Namespace", name: "emojivoto" },
       requiredAuthenticationRefs: [{ group: P, kind: "NetworkAuthentication", name: "n" }],
     }),
+  ],
+  [
+    "NetworkAuthentication with an except inside its cidr",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/8", except: ["10.1.0.0/16"] }] }),
   ],
   [
     "MeshTLSAuthentication with globs",
