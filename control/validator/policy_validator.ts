@@ -218,6 +218,9 @@ export function meshTlsProblems(m: Obj<MeshTLSAuthenticationSpec>): string[] {
       out.push(`spec.identityRefs[${i}].kind: "${kind}" is not ServiceAccount or Namespace`);
     }
     if (!r?.name) out.push(`spec.identityRefs[${i}].name: required`);
+    if (kind === "Namespace" && r.namespace !== undefined) {
+      out.push(`spec.identityRefs[${i}].namespace: a Namespace is cluster-scoped; leave namespace unset`);
+    }
   });
   return out;
 }

@@ -143,6 +143,13 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     'spec.identityRefs[0].kind: "Pod"',
   ],
   [
+    "MeshTLSAuthentication: Namespace identityRef with a namespace",
+    review(P, "MeshTLSAuthentication", {
+      identityRefs: [{ kind: "Namespace", name: "emojivoto", namespace: "emojivoto" }],
+    }),
+    "spec.identityRefs[0].namespace: a Namespace is cluster-scoped",
+  ],
+  [
     "HTTPRoute: invalid path regex",
     review(P, "HTTPRoute", {
       parentRefs: [{ group: P, kind: "Server", name: "s" }],
@@ -234,6 +241,15 @@ const accepted: [string, ReturnType<typeof review>][] = [
   [
     "NetworkAuthentication with an except inside its cidr",
     review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/8", except: ["10.1.0.0/16"] }] }),
+  ],
+  [
+    "MeshTLSAuthentication with a ServiceAccount identityRef in another namespace",
+    review(P, "MeshTLSAuthentication", {
+      identityRefs: [{ kind: "ServiceAccount", name: "web", namespace: "other" }, {
+        kind: "Namespace",
+        name: "emojivoto",
+      }],
+    }),
   ],
   [
     "MeshTLSAuthentication with globs",
