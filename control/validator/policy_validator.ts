@@ -128,6 +128,12 @@ export function serverAuthorizationProblems(s: Obj<ServerAuthorizationSpec>): st
     if (!!c.unauthenticated === !!c.meshTLS) {
       out.push("spec.client: exactly one of unauthenticated and meshTLS must be set");
     }
+    const named = (c.meshTLS?.identities?.length ?? 0) + (c.meshTLS?.serviceAccounts?.length ?? 0);
+    if (c.meshTLS?.unauthenticatedTLS && named > 0) {
+      out.push(
+        "spec.client.meshTLS.unauthenticatedTLS: must be false when identities or serviceAccounts are listed",
+      );
+    }
     out.push(...networkProblems(c.networks, "spec.client.networks"));
     (c.meshTLS?.identities ?? []).forEach((id, i) => {
       const p = identityProblem(id, `spec.client.meshTLS.identities[${i}]`);

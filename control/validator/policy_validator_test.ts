@@ -97,6 +97,22 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.server: exactly one",
   ],
   [
+    "ServerAuthorization: unauthenticatedTLS with identities",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { meshTLS: { unauthenticatedTLS: true, identities: ["*"] } },
+    }),
+    "spec.client.meshTLS.unauthenticatedTLS: must be false when identities or serviceAccounts are listed",
+  ],
+  [
+    "ServerAuthorization: unauthenticatedTLS with serviceAccounts",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { meshTLS: { unauthenticatedTLS: true, serviceAccounts: [{ name: "web" }] } },
+    }),
+    "spec.client.meshTLS.unauthenticatedTLS: must be false",
+  ],
+  [
     "AuthorizationPolicy: missing target kind",
     review(P, "AuthorizationPolicy", {
       targetRef: { group: P, kind: "Deployment", name: "web" },
@@ -249,6 +265,20 @@ const accepted: [string, ReturnType<typeof review>][] = [
         kind: "Namespace",
         name: "emojivoto",
       }],
+    }),
+  ],
+  [
+    "ServerAuthorization with unauthenticatedTLS alone",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { meshTLS: { unauthenticatedTLS: true } },
+    }),
+  ],
+  [
+    "ServerAuthorization with unauthenticated: false next to meshTLS",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { unauthenticated: false, meshTLS: { identities: ["*"] } },
     }),
   ],
   [
