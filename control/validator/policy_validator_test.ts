@@ -97,6 +97,14 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.server: exactly one",
   ],
   [
+    "ServerAuthorization: unauthenticated: true next to meshTLS",
+    review(P, "ServerAuthorization", {
+      server: { name: "s" },
+      client: { unauthenticated: true, meshTLS: { identities: ["*"] } },
+    }),
+    "spec.client: exactly one of unauthenticated and meshTLS must be set",
+  ],
+  [
     "ServerAuthorization: unauthenticatedTLS with identities",
     review(P, "ServerAuthorization", {
       server: { name: "s" },

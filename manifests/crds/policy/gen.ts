@@ -67,7 +67,9 @@ const serverAuthorizationSpec = obj({
       identities: arr(str()),
       serviceAccounts: arr(obj({ name: str(), namespace: str() }, { required: ["name"] })),
     }),
-  }, { oneOf: [{ required: ["unauthenticated"] }, { required: ["meshTLS"] }] }),
+    // anyOf, not oneOf: Linkerd admits `unauthenticated: false` next to meshTLS; the webhook
+    // refuses `unauthenticated: true` with meshTLS.
+  }, { anyOf: [{ required: ["unauthenticated"] }, { required: ["meshTLS"] }] }),
 }, { required: ["server", "client"] });
 
 const targetRef = obj({ group: str(), kind: str(), name: NAME, namespace: str() }, {
