@@ -277,6 +277,20 @@ function attempt(out: string[], f: () => unknown): void {
   }
 }
 
+// Linkerd refuses a redirect to a relative path: the Location it would build has no base.
+function redirectPathProblem(
+  path: { replaceFullPath?: string; replacePrefixMatch?: string } | undefined,
+  field: string,
+): string | undefined {
+  for (const k of ["replaceFullPath", "replacePrefixMatch"] as const) {
+    const v = path?.[k];
+    if (v !== undefined && !v.startsWith("/")) {
+      return `${field}.requestRedirect.path.${k}: "${v}" is not an absolute path (must start with "/")`;
+    }
+  }
+  return undefined;
+}
+
 export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[] {
   const out = parentRefProblems(r.spec?.parentRefs, group);
   (r.spec?.rules ?? []).forEach((rule, i) => {
@@ -290,9 +304,11 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
       }
       attempt(out, () => httpMatch(m, f));
     });
-    (rule.filters ?? []).forEach((fl, j) =>
-      attempt(out, () => convertFilter(fl, `spec.rules[${i}].filters[${j}]`))
-    );
+    (rule.filters ?? []).forEach((fl, j) => {
+      attempt(out, () => convertFilter(fl, `spec.rules[${i}].filters[${j}]`));
+      const p = redirectPathProblem(fl.requestRedirect?.path, `spec.rules[${i}].filters[${j}]`);
+      if (p) out.push(p);
+    });
     out.push(...backendProblems(rule.backendRefs, `spec.rules[${i}].backendRefs`));
     for (const k of ["request", "backendRequest"] as const) {
       const v = rule.timeouts?.[k];

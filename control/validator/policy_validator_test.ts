@@ -198,6 +198,19 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     'spec.rules[0].filters[0].type: filter "URLRewrite" is not supported',
   ],
   [
+    "HTTPRoute: relative replaceFullPath redirect",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web", port: 80 }],
+      rules: [{
+        filters: [{
+          type: "RequestRedirect",
+          requestRedirect: { path: { type: "ReplaceFullPath", replaceFullPath: "login" } },
+        }],
+      }],
+    }),
+    'spec.rules[0].filters[0].requestRedirect.path.replaceFullPath: "login" is not an absolute path',
+  ],
+  [
     "HTTPRoute: backend of another kind",
     review(G, "HTTPRoute", {
       parentRefs: [{ kind: "Service", name: "web" }],
@@ -302,6 +315,18 @@ const accepted: [string, ReturnType<typeof review>][] = [
       rules: [{
         matches: [{ path: { type: "RegularExpression", value: "/api/v[0-9]+" } }],
         timeouts: { request: "5s" },
+      }],
+    }),
+  ],
+  [
+    "HTTPRoute with an absolute replaceFullPath redirect",
+    review(P, "HTTPRoute", {
+      parentRefs: [{ group: P, kind: "Server", name: "s" }],
+      rules: [{
+        filters: [{
+          type: "RequestRedirect",
+          requestRedirect: { path: { type: "ReplaceFullPath", replaceFullPath: "/login" } },
+        }],
       }],
     }),
   ],
