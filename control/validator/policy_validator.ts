@@ -310,6 +310,15 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
       if (p) out.push(p);
     });
     out.push(...backendProblems(rule.backendRefs, `spec.rules[${i}].backendRefs`));
+    // Linkerd asks a port of Service backends on Gateway API HTTPRoutes only.
+    if (group === "gateway.networking.k8s.io") {
+      (rule.backendRefs ?? []).forEach((b, j) => {
+        const service = (b?.kind ?? "Service") === "Service" && ["", "core"].includes(b?.group ?? "");
+        if (service && !b?.port) {
+          out.push(`spec.rules[${i}].backendRefs[${j}].port: a Service backend needs a port (1..65535)`);
+        }
+      });
+    }
     for (const k of ["request", "backendRequest"] as const) {
       const v = rule.timeouts?.[k];
       if (v !== undefined) {

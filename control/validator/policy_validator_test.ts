@@ -211,6 +211,14 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     'spec.rules[0].filters[0].requestRedirect.path.replaceFullPath: "login" is not an absolute path',
   ],
   [
+    "HTTPRoute: Service backend without a port",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web", port: 80 }],
+      rules: [{ backendRefs: [{ name: "web-v2" }] }],
+    }),
+    "spec.rules[0].backendRefs[0].port: a Service backend needs a port",
+  ],
+  [
     "HTTPRoute: backend of another kind",
     review(G, "HTTPRoute", {
       parentRefs: [{ kind: "Service", name: "web" }],
@@ -328,6 +336,13 @@ const accepted: [string, ReturnType<typeof review>][] = [
           requestRedirect: { path: { type: "ReplaceFullPath", replaceFullPath: "/login" } },
         }],
       }],
+    }),
+  ],
+  [
+    "Gateway API HTTPRoute with a Service backend and its port",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web", port: 80 }],
+      rules: [{ backendRefs: [{ name: "web-v2", port: 8080 }] }],
     }),
   ],
   ["a DELETE", review(P, "Server", {}, "x", "DELETE")],
