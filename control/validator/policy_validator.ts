@@ -65,10 +65,35 @@ function networkProblems(list: NetworkSpec[] | undefined, field: string): string
   return out;
 }
 
+const SPIFFE_TRUST_DOMAIN = /^[a-z0-9._-]+$/;
+const SPIFFE_SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/** A SPIFFE ID as the SPIFFE-ID standard (and Linkerd's admission) allows it. */
+function spiffeProblem(id: string, field: string): string | undefined {
+  const rest = id.slice("spiffe://".length);
+  const slash = rest.indexOf("/");
+  const domain = slash < 0 ? rest : rest.slice(0, slash);
+  const bad = (why: string) => `${field}: "${id}" is not a SPIFFE ID: ${why}`;
+  if (domain === "") return bad("the trust domain is empty");
+  if (!SPIFFE_TRUST_DOMAIN.test(domain)) {
+    return bad("the trust domain takes lowercase letters, digits, '.', '-' and '_' only");
+  }
+  if (slash < 0) return undefined;
+  for (const seg of rest.slice(slash + 1).split("/")) {
+    if (seg === "") return bad("the path has an empty segment or a trailing '/'");
+    if (seg === "." || seg === "..") return bad("the path has a '.' or '..' segment");
+    if (!SPIFFE_SEGMENT.test(seg)) return bad("path segments take letters, digits, '.', '-' and '_' only");
+  }
+  return undefined;
+}
+
 function identityProblem(id: string, field: string): string | undefined {
   if (id === "*") return undefined;
+  if (id.startsWith("spiffe://")) return spiffeProblem(id, field);
   const name = id.startsWith("*.") ? id.slice(2) : id;
-  return DNS_NAME.test(name) ? undefined : `${field}: "${id}" is not an identity name, "*" or "*.<suffix>"`;
+  return DNS_NAME.test(name)
+    ? undefined
+    : `${field}: "${id}" is not an identity name, "*", "*.<suffix>" or a spiffe:// ID`;
 }
 
 export function serverProblems(s: Obj<ServerSpec>): string[] {

@@ -162,6 +162,26 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     'spec.identities[0]: "web*.example"',
   ],
   [
+    "MeshTLSAuthentication: SPIFFE ID with a port in its trust domain",
+    review(P, "MeshTLSAuthentication", { identities: ["spiffe://example.org:8080/web"] }),
+    'spec.identities[0]: "spiffe://example.org:8080/web" is not a SPIFFE ID: the trust domain takes',
+  ],
+  [
+    "MeshTLSAuthentication: SPIFFE ID with a trailing slash",
+    review(P, "MeshTLSAuthentication", { identities: ["spiffe://example.org/ns/web/"] }),
+    'spec.identities[0]: "spiffe://example.org/ns/web/" is not a SPIFFE ID: the path has an empty segment',
+  ],
+  [
+    "MeshTLSAuthentication: SPIFFE ID without a trust domain",
+    review(P, "MeshTLSAuthentication", { identities: ["spiffe:///web"] }),
+    'spec.identities[0]: "spiffe:///web" is not a SPIFFE ID: the trust domain is empty',
+  ],
+  [
+    "MeshTLSAuthentication: SPIFFE ID with a dot segment",
+    review(P, "MeshTLSAuthentication", { identities: ["spiffe://example.org/../web"] }),
+    "is not a SPIFFE ID: the path has a '.' or '..' segment",
+  ],
+  [
     "MeshTLSAuthentication: bad identityRef kind",
     review(P, "MeshTLSAuthentication", { identityRefs: [{ kind: "Pod", name: "p" }] }),
     'spec.identityRefs[0].kind: "Pod"',
@@ -308,6 +328,12 @@ const accepted: [string, ReturnType<typeof review>][] = [
     review(P, "ServerAuthorization", {
       server: { name: "s" },
       client: { unauthenticated: false, meshTLS: { identities: ["*"] } },
+    }),
+  ],
+  [
+    "MeshTLSAuthentication with SPIFFE IDs",
+    review(P, "MeshTLSAuthentication", {
+      identities: ["spiffe://example.org", "spiffe://example.org/ns/emojivoto/sa/web-v1.2_x"],
     }),
   ],
   [
