@@ -8,6 +8,7 @@ import type { Metadata } from "../../proto/gen/meta.ts";
 import type { DefaultInboundPolicy } from "../../proto/env.ts";
 import { formatWorkloadIdentity } from "../../proto/identity_name.ts";
 import { toIpNetwork } from "../../proto/ip.ts";
+import { parseNetwork } from "./network_cidr.ts";
 import type { PolicyConfig } from "./config.ts";
 import type {
   AuthorizationPolicy,
@@ -22,7 +23,7 @@ import type { PolicyStore } from "./store.ts";
 export const ALL_NETWORKS = ["0.0.0.0/0", "::/0"];
 
 export function networks(specs: NetworkSpec[]): Network[] {
-  return specs.map((n) => ({ net: toIpNetwork(n.cidr), except: (n.except ?? []).map(toIpNetwork) }));
+  return specs.map((n) => ({ net: parseNetwork(n.cidr), except: (n.except ?? []).map(parseNetwork) }));
 }
 
 function cidrs(list: string[]): Network[] {

@@ -1,8 +1,19 @@
 /**
- * CIDR arithmetic for authorization networks: whether one network contains another, used to
- * check a network's `except` entries the way Linkerd's admission does.
+ * Networks of authorization resources: parsing (a bare address is one host) and whether one
+ * network contains another, used to check `except` entries the way Linkerd's admission does.
  */
 import type { IPNetwork } from "../../proto/gen_messages/net.ts";
+import { toIpAddress, toIpNetwork } from "../../proto/ip.ts";
+
+/**
+ * Parses a resource's network: a CIDR, or a bare address meaning that one host (/32 or /128),
+ * as Linkerd's resources allow.
+ */
+export function parseNetwork(text: string): IPNetwork {
+  if (text.includes("/")) return toIpNetwork(text);
+  const ip = toIpAddress(text);
+  return { ip, prefixLen: ip.ip?.$case === "ipv6" ? 128 : 32 };
+}
 
 interface Span {
   bits: number;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { toIpNetwork } from "../../proto/ip.ts";
-import { networkContains } from "./network_cidr.ts";
+import { networks } from "./authz.ts";
+import { networkContains, parseNetwork } from "./network_cidr.ts";
 
 const n = toIpNetwork;
 
@@ -20,4 +21,19 @@ Deno.test("networkContains: IPv6, and no mixing of families", () => {
   assert.equal(networkContains(n("fd00::/8"), n("fe80::/10")), false);
   assert.equal(networkContains(n("::/0"), n("10.0.0.0/8")), false);
   assert.equal(networkContains(n("0.0.0.0/0"), n("::/0")), false);
+});
+
+Deno.test("parseNetwork: a bare address is one host, a CIDR keeps its prefix", () => {
+  assert.deepEqual(parseNetwork("10.1.2.3"), n("10.1.2.3/32"));
+  assert.deepEqual(parseNetwork("fd00::1"), n("fd00::1/128"));
+  assert.deepEqual(parseNetwork("10.0.0.0/8"), n("10.0.0.0/8"));
+  assert.throws(() => parseNetwork("10.1.2"), /not an IPv4 address/);
+  assert.throws(() => parseNetwork("10.0.0.0/40"), /prefix length "40"/);
+});
+
+Deno.test("authz networks(): bare addresses in a resource become host networks for the proxy", () => {
+  assert.deepEqual(networks([{ cidr: "10.0.0.0/8", except: ["10.1.2.3"] }, { cidr: "fd00::1" }]), [
+    { net: n("10.0.0.0/8"), except: [n("10.1.2.3/32")] },
+    { net: n("fd00::1/128"), except: [] },
+  ]);
 });

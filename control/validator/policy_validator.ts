@@ -4,9 +4,8 @@
  * ignores resources it cannot use; this rejects them before they are stored.
  */
 import { DEFAULT_INBOUND_POLICIES } from "../../proto/env.ts";
-import { toIpNetwork } from "../../proto/ip.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
-import { networkContains } from "../policy/network_cidr.ts";
+import { networkContains, parseNetwork } from "../policy/network_cidr.ts";
 import { convertFilter, grpcMatch, httpMatch } from "../policy/route_convert.ts";
 import {
   type AuthorizationPolicySpec,
@@ -36,7 +35,7 @@ const DNS_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?
 function cidrProblem(cidr: unknown, field: string): string | undefined {
   if (typeof cidr !== "string") return `${field}: must be a CIDR string`;
   try {
-    toIpNetwork(cidr);
+    parseNetwork(cidr);
     return undefined;
   } catch (e) {
     return `${field}: ${(e as Error).message}`;
@@ -45,7 +44,7 @@ function cidrProblem(cidr: unknown, field: string): string | undefined {
 
 // Linkerd refuses an exception that lies outside its network or removes all of it.
 function exceptProblem(cidr: string, except: string, field: string): string | undefined {
-  const net = toIpNetwork(cidr), ex = toIpNetwork(except);
+  const net = parseNetwork(cidr), ex = parseNetwork(except);
   if (networkContains(ex, net)) return `${field}: "${except}" covers all of cidr "${cidr}"`;
   if (!networkContains(net, ex)) return `${field}: "${except}" is not inside cidr "${cidr}"`;
   return undefined;

@@ -59,8 +59,8 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
   ],
   [
     "NetworkAuthentication: bad except",
-    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/8", except: ["10.1.0.0"] }] }),
-    "spec.networks[0].except[0]:",
+    review(P, "NetworkAuthentication", { networks: [{ cidr: "10.0.0.0/8", except: ["10.1.0"] }] }),
+    'spec.networks[0].except[0]: "10.1.0" is not an IPv4 address',
   ],
   [
     "NetworkAuthentication: except outside its cidr",
@@ -328,6 +328,12 @@ const accepted: [string, ReturnType<typeof review>][] = [
     review(P, "ServerAuthorization", {
       server: { name: "s" },
       client: { unauthenticated: false, meshTLS: { identities: ["*"] } },
+    }),
+  ],
+  [
+    "NetworkAuthentication with bare addresses as cidr and except",
+    review(P, "NetworkAuthentication", {
+      networks: [{ cidr: "10.0.0.0/8", except: ["10.1.2.3"] }, { cidr: "192.168.0.7" }, { cidr: "fd00::1" }],
     }),
   ],
   [
