@@ -20,7 +20,6 @@ type Obj = Record<string, unknown>;
 
 const MAX_DEPTH = 32;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const KNOWN_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"];
 
@@ -288,24 +287,17 @@ function opaquePorts(c: Checker, value: unknown, path: string): void {
   } else c.problem(path, `must be a list of ports, got ${kindOf(value)}`);
 }
 
-function nameProblems(c: Checker, name: unknown, clusterDomain: string): void {
+// Linkerd's validator asks only that the name be a DNS-1123 subdomain; a name that is not
+// <service>.<namespace>.svc.<domain> is admitted and simply never looked up.
+function nameProblems(c: Checker, name: unknown, _clusterDomain: string): void {
   const path = "metadata.name";
   if (name === undefined || name === "") return c.problem(path, "required");
   if (typeof name !== "string") return c.problem(path, `must be a string, got ${kindOf(name)}`);
-  const service = `<service>.<namespace>.svc.${clusterDomain}`;
   if (!isDnsName(name)) {
-    return c.problem(path, `"${name}" is not a DNS name; want ${service} or a fully qualified domain name`);
-  }
-  const suffix = `.svc.${clusterDomain}`;
-  if (name.endsWith(suffix)) {
-    const labels = name.slice(0, -suffix.length).split(".");
-    if (labels.length !== 2 || !DNS_1035_LABEL.test(labels[0])) {
-      c.problem(path, `"${name}" is not ${service}`);
-    }
-    return;
-  }
-  if (!name.includes(".")) {
-    c.problem(path, `"${name}" is neither ${service} nor a fully qualified domain name`);
+    c.problem(
+      path,
+      `"${name}" is not a DNS subdomain (lowercase labels of letters, digits and '-', up to 253 characters)`,
+    );
   }
 }
 
