@@ -2,7 +2,7 @@
  * Networks of authorization resources: parsing (a bare address is one host) and whether one
  * network contains another, used to check `except` entries the way Linkerd's admission does.
  */
-import type { IPNetwork } from "../../proto/gen_messages/net.ts";
+import type { IPNetwork } from "../../proto/gen/net.ts";
 import { toIpAddress, toIpNetwork } from "../../proto/ip.ts";
 
 /**
