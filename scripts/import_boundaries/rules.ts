@@ -38,6 +38,7 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/policy/duration.ts",
   "control/policy/examples_test.ts",
   "control/policy/grpc_server.ts",
+  "control/policy/network_cidr.ts",
   "control/policy/grpc_server_test.ts",
   "control/policy/inbound_index.ts",
   "control/policy/inbound_index_test.ts",
