@@ -62,11 +62,6 @@ abstract class Instrument<T> implements MetricFamily {
     this.#samples.delete(this.#key(labels));
   }
 
-  reset(): void {
-    this.#samples.clear();
-    if (this.#labelNames.size === 0) this.#samples.set("", { value: 0, labels: {} });
-  }
-
   get(): MetricSnapshot {
     this.#collect?.call(this as unknown as T);
     const values: MetricSample[] = [];

@@ -43,10 +43,6 @@ export class Registry {
     this.#families.set(f.name, f);
   }
 
-  getSingleMetric(name: string): MetricFamily | undefined {
-    return this.#families.get(name);
-  }
-
   /** The exposition text of every family, in registration order. */
   async metrics(): Promise<string> {
     const parts: string[] = [];

@@ -56,7 +56,7 @@ class DestinationService {
   #policy: OutboundPolicyRoutes | undefined;
   #profileSrc: ProfileView | undefined;
   #profile: CompiledProfile | undefined;
-  /** The default and profile-authority backends, by name. */
+  /** The profile-authority backends, by name. */
   #backends = new Map<string, BackendState>();
   /** Outbound-policy route backends, by RouteBackend key (kept across recompiles of the policy). */
   #routeBackends = new Map<string, BackendState>();
@@ -139,17 +139,12 @@ class DestinationService {
     this.#routeBackends.get(rb.key)?.balancer.failingFast !== true;
 
   #defaultBackend(): BackendState {
-    if (this.#default) return this.#default;
     const d = this.#dst;
-    return this.#default = this.#backend(
-      "default",
-      () =>
-        new BackendState(
-          addrKey(d.ip, d.port),
-          { kind: "forward", endpoint: undefined, ip: d.ip, port: d.port },
-          { ewma: DEFAULT_PEAK_EWMA, queue: DEFAULT_QUEUE, accrual: undefined },
-          this.#deps,
-        ),
+    return this.#default ??= new BackendState(
+      addrKey(d.ip, d.port),
+      { kind: "forward", endpoint: undefined, ip: d.ip, port: d.port },
+      { ewma: DEFAULT_PEAK_EWMA, queue: DEFAULT_QUEUE, accrual: undefined },
+      this.#deps,
     );
   }
 
@@ -293,6 +288,7 @@ class DestinationService {
   close(): void {
     this.#policyHandle.release();
     this.#profileHandle.release();
+    this.#default?.close();
     for (const b of this.#backends.values()) b.close();
     for (const b of this.#routeBackends.values()) b.close();
     this.#backends.clear();

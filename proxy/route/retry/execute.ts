@@ -64,7 +64,7 @@ function explain(e: unknown, ...signals: (AbortSignal | undefined)[]): unknown {
 }
 
 /** True when a plan has neither retries nor timeouts: `execute` would only call through. */
-export function isDirect(plan: RequestPlan): boolean {
+function isDirect(plan: RequestPlan): boolean {
   return !plan.retry && !hasTimeouts(plan.timeouts);
 }
 
@@ -75,9 +75,7 @@ export function execute(
   inner: HttpService,
   deps: ExecuteDeps,
 ): Promise<HttpResponse> {
-  // No promise or closure of its own when there is nothing to do.
-  if (isDirect(plan)) return inner(req, signal);
-  return executePlan(req, signal, plan, inner, deps);
+  return retryLayer(plan, deps)(inner)(req, signal);
 }
 
 /** `execute` as a layer: composed once per route, it adds nothing when the plan has nothing to do. */
