@@ -66,6 +66,19 @@ export class StreamTable<T> {
     return true;
   }
 
+  /** @internal The longest run of occupied slots: what one lookup may have to walk. */
+  longestRun(): number {
+    const ids = this.#ids;
+    let best = 0;
+    let run = 0;
+    // Twice round, so a run that wraps past the end is counted whole.
+    for (let i = 0; i < ids.length * 2; i++) {
+      run = ids[i & this.#mask] !== 0 ? run + 1 : 0;
+      if (run > best) best = run;
+    }
+    return Math.min(best, ids.length);
+  }
+
   /** The values, as a new array (callers may change the table while going through it). */
   values(): T[] {
     const out: T[] = [];

@@ -43,3 +43,27 @@ Deno.test("StreamTable: set on an id already there replaces its value without gr
   assert.equal(t.size, 1);
   assert.equal(t.get(3), 2);
 });
+
+Deno.test("hostile: stream ids a peer picks to share low or high bits do not pile up in one run", () => {
+  // A peer controls its stream ids (odd, growing). Ids spaced by a power of two all share their low
+  // bits; ids spaced by a large power of two share everything but the top bits. With the table's
+  // per-instance multiplier neither set lands in one place; the session's 250-stream limit keeps
+  // the table at 512 slots, so a run near that length would make every lookup walk it.
+  const sets = [
+    Array.from({ length: 250 }, (_, i) => 1 + i * 1024),
+    Array.from({ length: 250 }, (_, i) => 1 + i * (1 << 22)),
+    Array.from({ length: 250 }, (_, i) => 1 + 2 * i),
+  ];
+  for (const ids of sets) {
+    for (let table = 0; table < 20; table++) {
+      const t = new StreamTable<number>();
+      for (const id of ids) t.set(id, id);
+      assert.equal(t.size, ids.length);
+      const run = t.longestRun();
+      assert.ok(run <= 64, `longest run ${run} of 512 slots for ids spaced ${ids[1] - ids[0]}`);
+      // Well-behaved lookups still find every stream and miss what is not there.
+      for (const id of ids) assert.equal(t.get(id), id);
+      assert.equal(t.get(ids[ids.length - 1] + 2), undefined);
+    }
+  }
+});
