@@ -330,6 +330,8 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
         "/services",
         "gateway.networking.k8s.io/httproutes",
         "gateway.networking.k8s.io/grpcroutes",
+        "gateway.networking.k8s.io/tlsroutes",
+        "gateway.networking.k8s.io/tcproutes",
       ),
       ...listWatch(
         ...[
@@ -339,12 +341,16 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
           "meshtlsauthentications",
           "networkauthentications",
           "httproutes",
+          "egressnetworks",
         ]
           .map((r) => `policy.linkerd.io/${r}`),
       ),
       "policy.linkerd.io/httproutes/status patch",
+      "policy.linkerd.io/egressnetworks/status patch",
       "gateway.networking.k8s.io/httproutes/status patch",
       "gateway.networking.k8s.io/grpcroutes/status patch",
+      "gateway.networking.k8s.io/tlsroutes/status patch",
+      "gateway.networking.k8s.io/tcproutes/status patch",
     ].sort(),
   );
   assert.deepEqual(role("ClusterRole", "weft-validator"), listWatch("policy.linkerd.io/servers").sort());
