@@ -27,6 +27,9 @@ export const Resources = {
   policyHttpRoutes: { group: "policy.linkerd.io", version: "v1beta3", plural: "httproutes" },
   gatewayHttpRoutes: { group: "gateway.networking.k8s.io", version: "v1", plural: "httproutes" },
   gatewayGrpcRoutes: { group: "gateway.networking.k8s.io", version: "v1", plural: "grpcroutes" },
+  egressNetworks: { group: "policy.linkerd.io", version: "v1alpha1", plural: "egressnetworks" },
+  gatewayTlsRoutes: { group: "gateway.networking.k8s.io", version: "v1alpha2", plural: "tlsroutes" },
+  gatewayTcpRoutes: { group: "gateway.networking.k8s.io", version: "v1alpha2", plural: "tcproutes" },
 } as const satisfies Record<string, ResourceRef>;
 
 /** The same resource with metadata only (`PartialObjectMetadata`). */

@@ -26,6 +26,8 @@ export interface PolicyConfig {
   allowL5dRequestHeaders: boolean;
   /** Written into route status `controllerName`. */
   controllerName: string;
+  /** EgressNetworks here apply to clients of every namespace that has none of its own. */
+  globalEgressNetworkNamespace: string;
 }
 
 export const CONTROLLER_NAME = "linkerd.io/policy-controller";
@@ -43,6 +45,7 @@ export function defaultPolicyConfig(overrides: Partial<PolicyConfig> = {}): Poli
     backendFailfastMs: 3_000,
     allowL5dRequestHeaders: false,
     controllerName: CONTROLLER_NAME,
+    globalEgressNetworkNamespace: "linkerd-egress",
     ...overrides,
   };
 }

@@ -31,6 +31,9 @@ export const KIND_RESOURCES: Record<Kind, ResourceRef> = {
   HTTPRoute: Resources.policyHttpRoutes,
   GatewayHTTPRoute: Resources.gatewayHttpRoutes,
   GRPCRoute: Resources.gatewayGrpcRoutes,
+  EgressNetwork: Resources.egressNetworks,
+  TLSRoute: Resources.gatewayTlsRoutes,
+  TCPRoute: Resources.gatewayTcpRoutes,
 };
 
 const METRIC_NAMES: Record<Kind, string> = {
@@ -45,6 +48,9 @@ const METRIC_NAMES: Record<Kind, string> = {
   HTTPRoute: "policy_httproutes",
   GatewayHTTPRoute: "gateway_httproutes",
   GRPCRoute: "grpcroutes",
+  EgressNetwork: "egressnetworks",
+  TLSRoute: "tlsroutes",
+  TCPRoute: "tcproutes",
 };
 
 export class InformerPolicySource implements PolicySource {

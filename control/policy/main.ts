@@ -47,6 +47,7 @@ const FLAGS: readonly FlagSpec[] = [
   flag("detect-timeout"),
   flag("allow-l5d-request-headers", { switch: true }),
   flag("no-status-writes", { switch: true }),
+  flag("global-egress-network-namespace"),
 ];
 
 /** Parses flags (and the KUBECONFIG value) into a resolved config; throws naming the bad flag. */
@@ -79,6 +80,8 @@ export function parseArgs(args: string[], kubeconfig: string | undefined): Polic
     defaultPolicy,
     detectTimeoutMs: detect ? parseDurationMs(detect, "--detect-timeout") : base.detectTimeoutMs,
     allowL5dRequestHeaders: f.switch("allow-l5d-request-headers"),
+    globalEgressNetworkNamespace: f.get("global-egress-network-namespace") ??
+      base.globalEgressNetworkNamespace,
   };
   const grpc = splitHostPort(f.get("addr") ?? `0.0.0.0:${Ports.policy}`, f.label("addr"));
   const admin = splitHostPort(f.get("admin-addr") ?? `0.0.0.0:${Ports.policyAdmin}`, f.label("admin-addr"));

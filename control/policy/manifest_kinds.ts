@@ -9,10 +9,13 @@ export function kindOf(apiVersion: string | undefined, kind: string | undefined)
       kind === "Server" || kind === "ServerAuthorization" || kind === "AuthorizationPolicy" ||
       kind === "MeshTLSAuthentication" || kind === "NetworkAuthentication" || kind === "HTTPRoute"
     ) return kind;
+    if (kind === "EgressNetwork") return kind;
   }
   if (group === "gateway.networking.k8s.io") {
     if (kind === "HTTPRoute") return "GatewayHTTPRoute";
     if (kind === "GRPCRoute") return "GRPCRoute";
+    if (kind === "TLSRoute") return "TLSRoute";
+    if (kind === "TCPRoute") return "TCPRoute";
   }
   return undefined;
 }

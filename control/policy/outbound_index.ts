@@ -25,6 +25,7 @@ import { opaquePortsInclude } from "./opaque_ports.ts";
 import { failureAccrual, grpcRetry, httpRetry, routeTimeouts } from "./outbound_annotations.ts";
 import type {
   BackendRef,
+  EgressNetwork,
   GrpcRoute,
   HttpRoute,
   HttpRouteRule,
@@ -44,10 +45,12 @@ import {
   routeOrder,
 } from "./route_convert.ts";
 import type { PolicyStore } from "./store.ts";
+import { egressPolicy, resolveEgressNetwork } from "./egress_index.ts";
 
 /** What a TrafficSpec resolved to. */
 export type OutboundTarget =
   | { kind: "service"; service: Service; port: number; sourceNamespace?: string }
+  | { kind: "egress"; network: EgressNetwork; addr: TcpAddress; sourceNamespace?: string }
   | { kind: "fallback"; addr: TcpAddress };
 
 export function sourceNamespace(sourceWorkload: string): string | undefined {
@@ -85,6 +88,8 @@ export function resolveTarget(store: PolicyStore, cfg: PolicyConfig, spec: Traff
     if (svc && (svc.spec?.ports ?? []).some((p) => p.port === port)) {
       return { kind: "service", service: svc, port, sourceNamespace: srcNs };
     }
+    const network = resolveEgressNetwork(store, cfg, ip, srcNs);
+    if (network) return { kind: "egress", network, addr: t.value, sourceNamespace: srcNs };
     return { kind: "fallback", addr: t.value };
   }
   const authority = t.value;
@@ -458,6 +463,9 @@ export function policyForTarget(
   cfg: PolicyConfig,
   target: OutboundTarget,
 ): OutboundPolicy {
+  if (target.kind === "egress") {
+    return egressPolicy(store, cfg, target.network, target.addr, target.sourceNamespace);
+  }
   return target.kind === "service"
     ? servicePolicy(store, target.service, target.port, cfg, target.sourceNamespace)
     : fallbackPolicy(target.addr, cfg);

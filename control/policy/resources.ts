@@ -263,6 +263,31 @@ export interface RouteStatus {
 export type HttpRoute = Obj<HttpRouteSpec, RouteStatus>;
 export type GrpcRoute = Obj<GrpcRouteSpec, RouteStatus>;
 
+// --- egress (EgressNetwork, and Gateway API TLSRoute/TCPRoute, which Linkerd serves for it) ---
+
+export interface EgressNetworkSpec {
+  /** Unset: every address outside the cluster networks. */
+  networks?: NetworkSpec[];
+  trafficPolicy?: "Allow" | "Deny" | string;
+}
+export type EgressNetwork = Obj<EgressNetworkSpec, { conditions?: Condition[] }>;
+
+export interface L4RouteRule {
+  name?: string;
+  backendRefs?: BackendRef[];
+}
+export interface TlsRouteSpec {
+  parentRefs?: ObjectRef[];
+  hostnames?: string[];
+  rules?: L4RouteRule[];
+}
+export interface TcpRouteSpec {
+  parentRefs?: ObjectRef[];
+  rules?: L4RouteRule[];
+}
+export type TlsRoute = Obj<TlsRouteSpec, RouteStatus>;
+export type TcpRoute = Obj<TcpRouteSpec, RouteStatus>;
+
 export const POLICY_GROUP = "policy.linkerd.io";
 export const GATEWAY_GROUP = "gateway.networking.k8s.io";
 
@@ -281,6 +306,9 @@ export const KINDS = {
   /** gateway.networking.k8s.io HTTPRoute. */
   GatewayHTTPRoute: { group: GATEWAY_GROUP, plural: "httproutes" },
   GRPCRoute: { group: GATEWAY_GROUP, plural: "grpcroutes" },
+  EgressNetwork: { group: POLICY_GROUP, plural: "egressnetworks" },
+  TLSRoute: { group: GATEWAY_GROUP, plural: "tlsroutes" },
+  TCPRoute: { group: GATEWAY_GROUP, plural: "tcproutes" },
 } as const;
 
 export type Kind = keyof typeof KINDS;

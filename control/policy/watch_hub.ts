@@ -100,6 +100,12 @@ export class PolicyHub {
         // May be referenced from other namespaces.
         for (const set of this.#inByNs.values()) this.#mark(set);
         return;
+      case "EgressNetwork":
+        // Which EgressNetwork (if any) an address resolves to can change for any client.
+        this.#mark(this.#outbound);
+        return;
+      case "TLSRoute":
+      case "TCPRoute":
       case "HTTPRoute":
       case "GatewayHTTPRoute":
       case "GRPCRoute": {
@@ -199,7 +205,11 @@ export class PolicyHub {
         namespace: srcNs,
         compute: () => {
           const target = resolveTarget(this.#store, this.#cfg, frozen);
-          t!.targetNs = target.kind === "service" ? target.service.metadata.namespace : undefined;
+          t!.targetNs = target.kind === "service"
+            ? target.service.metadata.namespace
+            : target.kind === "egress"
+            ? target.network.metadata.namespace
+            : undefined;
           return OutboundPolicy.encode(policyForTarget(this.#store, this.#cfg, target)).finish();
         },
         last: undefined,
