@@ -36,6 +36,8 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/policy/authz.ts",
   "control/policy/bench/main.ts",
   "control/policy/duration.ts",
+  "control/policy/egress_index.ts",
+  "control/policy/egress_index_test.ts",
   "control/policy/examples_test.ts",
   "control/policy/grpc_server.ts",
   "control/policy/network_cidr.ts",
