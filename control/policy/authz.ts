@@ -18,6 +18,12 @@ import type {
   ServerAuthorization,
 } from "./resources.ts";
 import { POLICY_GROUP } from "./resources.ts";
+import {
+  isMeshTlsAuthenticationRef,
+  isNetworkAuthenticationRef,
+  isServiceAccountRef,
+  refTargets,
+} from "./ref_kind.ts";
 import type { PolicyStore } from "./store.ts";
 
 export const ALL_NETWORKS = ["0.0.0.0/0", "::/0"];
@@ -50,7 +56,7 @@ export function addIdentityRef(
   cfg: PolicyConfig,
 ): void {
   const kind = ref.kind ?? "ServiceAccount";
-  if (kind === "Namespace") {
+  if (refTargets(ref, "", "Namespace")) {
     // Every ServiceAccount of the namespace.
     out.suffixes.push({
       parts: [
@@ -63,7 +69,7 @@ export function addIdentityRef(
     });
     return;
   }
-  if (kind !== "ServiceAccount") {
+  if (!refTargets(ref, "", "ServiceAccount", "ServiceAccount")) {
     throw new Error(`identityRefs kind "${kind}" is not ServiceAccount or Namespace`);
   }
   const ns = ref.namespace ?? defaultNs;
@@ -157,17 +163,17 @@ export function authorizationPolicyAuthz(
   for (const ref of refs) {
     const kind = ref.kind ?? "";
     const refNs = ref.namespace ?? ns;
-    if (kind === "MeshTLSAuthentication") {
+    if (isMeshTlsAuthenticationRef(ref)) {
       const m = store.meshTlsAuthentication(refNs, ref.name);
       if (!m) throw new Error(`MeshTLSAuthentication ${refNs}/${ref.name} not found`);
       if (ids) throw new Error("more than one identity authentication is required");
       ids = meshTlsIdentities(m, cfg);
-    } else if (kind === "NetworkAuthentication") {
+    } else if (isNetworkAuthenticationRef(ref)) {
       const n = store.networkAuthentication(refNs, ref.name);
       if (!n) throw new Error(`NetworkAuthentication ${refNs}/${ref.name} not found`);
       if (nets) throw new Error("more than one NetworkAuthentication is required");
       nets = networks(n.spec?.networks ?? []);
-    } else if (kind === "ServiceAccount" && (ref.group ?? "") === "") {
+    } else if (isServiceAccountRef(ref)) {
       if (ids) throw new Error("more than one identity authentication is required");
       ids = { identities: [], suffixes: [] };
       addIdentityRef(ids, { kind: "ServiceAccount", name: ref.name, namespace: refNs }, ns, cfg);

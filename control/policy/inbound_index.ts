@@ -25,6 +25,7 @@ import { durationFromMs } from "./duration.ts";
 import { opaquePortsInclude } from "./opaque_ports.ts";
 import type { GrpcRoute, HttpRoute, ObjectRef, Pod, Server } from "./resources.ts";
 import { GATEWAY_GROUP, POLICY_GROUP } from "./resources.ts";
+import { isNamespaceRef, isServerRef, refTargets } from "./ref_kind.ts";
 import {
   convertFilter,
   convertOrSkip,
@@ -237,7 +238,7 @@ export function defaultServer(store: PolicyStore, pod: Pod, port: number, cfg: P
 }
 
 export function refersTo(ref: ObjectRef, group: string, kind: string, name: string): boolean {
-  return (ref.group ?? "") === group && ref.kind === kind && ref.name === name;
+  return refTargets(ref, group, kind) && ref.name === name;
 }
 
 /** Whether a route's parentRef names this Server (routes attach within their own namespace). */
@@ -247,7 +248,7 @@ export function routeAttachesToServer(
 ): boolean {
   const ns = server.metadata.namespace;
   return (route.spec?.parentRefs ?? []).some((p) =>
-    (p.group ?? "") === POLICY_GROUP && p.kind === "Server" && p.name === server.metadata.name &&
+    isServerRef(p) && p.name === server.metadata.name &&
     (p.namespace ?? route.metadata.namespace) === ns
   );
 }
@@ -282,7 +283,7 @@ export function serverAuthzs(store: PolicyStore, server: Server, cfg: PolicyConf
   const name = server.metadata.name;
   const out = policyAuthzs(store, ns, cfg, (t) =>
     refersTo(t, POLICY_GROUP, "Server", name) ||
-    ((t.group ?? "") === "" && t.kind === "Namespace" && t.name === ns));
+    (isNamespaceRef(t) && t.name === ns));
   for (const saz of store.serverAuthorizations(ns)) {
     const target = saz.spec?.server;
     if (!target) continue;

@@ -35,6 +35,7 @@ import type {
   ServicePort,
 } from "./resources.ts";
 import { GATEWAY_GROUP } from "./resources.ts";
+import { isServiceBackendRef, isServiceRef } from "./ref_kind.ts";
 import {
   convertFilter,
   convertOrSkip,
@@ -203,7 +204,7 @@ export function routeAttachesToService(
   port: number | undefined,
 ): boolean {
   return (route.spec?.parentRefs ?? []).some((p) =>
-    ["", "core"].includes(p.group ?? "") && p.kind === "Service" && p.name === svc.metadata.name &&
+    isServiceRef(p) && p.name === svc.metadata.name &&
     (p.namespace ?? route.metadata.namespace) === svc.metadata.namespace &&
     (port === undefined || p.port === undefined || p.port === port)
   );
@@ -238,7 +239,7 @@ function backendFor(
 ): Backend {
   const ns = ref.namespace ?? routeNs;
   const port = ref.port ?? defaultPort;
-  const kindOk = (ref.kind ?? "Service") === "Service" && ["", "core"].includes(ref.group ?? "");
+  const kindOk = isServiceBackendRef(ref);
   return serviceBackend(ref.name, ns, port, kindOk && store.service(ns, ref.name) !== undefined, cfg);
 }
 

@@ -25,6 +25,7 @@ import type {
   Server,
 } from "./resources.ts";
 import { GATEWAY_GROUP, POLICY_GROUP } from "./resources.ts";
+import { isServerRef, isServiceBackendRef, isServiceRef } from "./ref_kind.ts";
 import { selects } from "./selector.ts";
 import type { PolicyStore, StoreChange } from "./store.ts";
 
@@ -49,13 +50,6 @@ function cond(
     lastTransitionTime: now,
     observedGeneration: generation,
   };
-}
-
-function isServerRef(p: ObjectRef): boolean {
-  return (p.group ?? "") === POLICY_GROUP && p.kind === "Server";
-}
-function isServiceRef(p: ObjectRef): boolean {
-  return ["", "core"].includes(p.group ?? "") && p.kind === "Service";
 }
 
 function probeLoss(store: PolicyStore, server: Server): string | undefined {
@@ -171,7 +165,7 @@ export function routeStatus(
     let badKind: string | undefined;
     for (const rule of route.spec?.rules ?? []) {
       for (const b of rule.backendRefs ?? []) {
-        if ((b.kind ?? "Service") !== "Service" || !["", "core"].includes(b.group ?? "")) {
+        if (!isServiceBackendRef(b)) {
           badKind = `${b.group ?? ""}/${b.kind}`;
         } else if (!store.service(b.namespace ?? ns, b.name)) missing.push(`${b.namespace ?? ns}/${b.name}`);
       }

@@ -19,6 +19,13 @@ import {
   type ServerAuthorizationSpec,
   type ServerSpec,
 } from "../policy/resources.ts";
+import {
+  asciiEqualFold,
+  isNamespaceRef,
+  isServiceAccountRef,
+  isServiceBackendRef,
+  refGroupIs,
+} from "../policy/ref_kind.ts";
 import { selectorProblems, selectorsOverlap } from "../policy/selector.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
 
@@ -183,19 +190,20 @@ export function authorizationPolicyProblems(p: Obj<AuthorizationPolicySpec>): st
   const t = p.spec?.targetRef;
   if (!t) out.push("spec.targetRef: required");
   else {
-    const groups = TARGET_KINDS[t.kind ?? ""];
+    const known = Object.keys(TARGET_KINDS).find((k) => asciiEqualFold(k, t.kind ?? ""));
+    const groups = known === undefined ? undefined : TARGET_KINDS[known];
     if (!groups) {
       out.push(
         `spec.targetRef.kind: "${t.kind ?? ""}" is not one of ${Object.keys(TARGET_KINDS).join(", ")}`,
       );
-    } else if (!groups.includes(t.group ?? "")) {
+    } else if (!groups.some((g) => refGroupIs(t.group, g))) {
       out.push(
         `spec.targetRef.group: "${t.group ?? ""}" is not a group of ${t.kind} (want ${
           groups.filter(Boolean).join(" or ") || '""'
         })`,
       );
     }
-    if (t.kind === "Namespace" && ns && t.name !== ns) {
+    if (isNamespaceRef(t) && ns && t.name !== ns) {
       out.push(`spec.targetRef.name: a Namespace target must be the policy's own namespace "${ns}"`);
     }
     if (t.namespace !== undefined && ns && t.namespace !== ns) {
@@ -208,14 +216,15 @@ export function authorizationPolicyProblems(p: Obj<AuthorizationPolicySpec>): st
   (refs ?? []).forEach((r, i) => {
     const f = `spec.requiredAuthenticationRefs[${i}]`;
     if (!r?.name) out.push(`${f}.name: required`);
-    if (r?.kind === "MeshTLSAuthentication" || r?.kind === "NetworkAuthentication") {
-      if ((r.group ?? "") !== "policy.linkerd.io") {
+    const kind = r?.kind ?? "";
+    if (asciiEqualFold(kind, "MeshTLSAuthentication") || asciiEqualFold(kind, "NetworkAuthentication")) {
+      if (!refGroupIs(r.group, "policy.linkerd.io")) {
         out.push(`${f}.group: ${r.kind} is in group policy.linkerd.io`);
       }
-      if (r.kind === "MeshTLSAuthentication") identities++;
+      if (asciiEqualFold(kind, "MeshTLSAuthentication")) identities++;
       else networks++;
-    } else if (r?.kind === "ServiceAccount") {
-      if (!["", "core"].includes(r.group ?? "")) {
+    } else if (asciiEqualFold(kind, "ServiceAccount")) {
+      if (!refGroupIs(r.group, "")) {
         out.push(`${f}.group: ServiceAccount is in the core group ("")`);
       }
       identities++;
@@ -244,11 +253,11 @@ export function meshTlsProblems(m: Obj<MeshTLSAuthenticationSpec>): string[] {
   });
   (refs ?? []).forEach((r, i) => {
     const kind = r?.kind ?? "";
-    if (kind !== "ServiceAccount" && kind !== "Namespace") {
+    if (!isServiceAccountRef(r) && !isNamespaceRef(r)) {
       out.push(`spec.identityRefs[${i}].kind: "${kind}" is not ServiceAccount or Namespace`);
     }
     if (!r?.name) out.push(`spec.identityRefs[${i}].name: required`);
-    if (kind === "Namespace" && r.namespace !== undefined) {
+    if (isNamespaceRef(r) && r.namespace !== undefined) {
       out.push(`spec.identityRefs[${i}].namespace: a Namespace is cluster-scoped; leave namespace unset`);
     }
   });
@@ -266,12 +275,12 @@ function parentRefProblems(refs: HttpRouteSpec["parentRefs"], group: string): st
   (refs ?? []).forEach((p, i) => {
     const f = `spec.parentRefs[${i}]`;
     if (!p?.name) out.push(`${f}.name: required`);
-    if (p?.kind === "Server" && (p.group ?? "") !== "policy.linkerd.io") {
+    if (asciiEqualFold(p?.kind ?? "", "Server") && !refGroupIs(p.group, "policy.linkerd.io")) {
       out.push(`${f}.group: a Server parent is in group policy.linkerd.io`);
     }
     if (
       group === "policy.linkerd.io" && p?.kind !== undefined &&
-      !["Server", "Service", "Gateway"].includes(p.kind)
+      !["Server", "Service", "Gateway"].some((k) => asciiEqualFold(k, p.kind!))
     ) {
       out.push(`${f}.kind: "${p.kind}" is not Server, Service or Gateway`);
     }
@@ -285,7 +294,7 @@ function backendProblems(
 ): string[] {
   const out: string[] = [];
   (refs ?? []).forEach((b, j) => {
-    if ((b?.kind ?? "Service") !== "Service" || !["", "core"].includes(b?.group ?? "")) {
+    if (!isServiceBackendRef(b)) {
       out.push(`${field}[${j}].kind: backends must be Services, got ${b?.group ?? ""}/${b?.kind}`);
     }
     if (!b?.name) out.push(`${field}[${j}].name: required`);
@@ -337,7 +346,7 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
     // Linkerd asks a port of Service backends on Gateway API HTTPRoutes only.
     if (group === "gateway.networking.k8s.io") {
       (rule.backendRefs ?? []).forEach((b, j) => {
-        const service = (b?.kind ?? "Service") === "Service" && ["", "core"].includes(b?.group ?? "");
+        const service = isServiceBackendRef(b);
         if (service && !b?.port) {
           out.push(`spec.rules[${i}].backendRefs[${j}].port: a Service backend needs a port (1..65535)`);
         }
