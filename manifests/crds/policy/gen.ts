@@ -7,6 +7,7 @@ import { stringify } from "yaml";
 import { DEFAULT_INBOUND_POLICIES } from "../../../proto/env.ts";
 import { SERVER_PROXY_PROTOCOLS } from "../../../control/policy/resources.ts";
 import { egressCrds } from "./egress_crds.ts";
+import { externalWorkloadCrd } from "./external_workload_crd.ts";
 
 type Schema = Record<string, unknown>;
 const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
@@ -384,4 +385,10 @@ for (const c of crds) {
     banner + stringify(JSON.parse(JSON.stringify(crd(c))), { lineWidth: 0 }),
   );
 }
-console.log(`wrote ${crds.length} CRDs to ${dir}`);
+// ExternalWorkload's versions differ in field names, so it comes as a whole manifest.
+const ew = externalWorkloadCrd();
+await Deno.writeTextFile(
+  `${dir}${ew.file}`,
+  banner + stringify(JSON.parse(JSON.stringify(ew.manifest)), { lineWidth: 0 }),
+);
+console.log(`wrote ${crds.length + 1} CRDs to ${dir}`);
