@@ -342,11 +342,13 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
           "networkauthentications",
           "httproutes",
           "egressnetworks",
+          "httplocalratelimitpolicies",
         ]
           .map((r) => `policy.linkerd.io/${r}`),
       ),
       "policy.linkerd.io/httproutes/status patch",
       "policy.linkerd.io/egressnetworks/status patch",
+      "policy.linkerd.io/httplocalratelimitpolicies/status patch",
       "gateway.networking.k8s.io/httproutes/status patch",
       "gateway.networking.k8s.io/grpcroutes/status patch",
       "gateway.networking.k8s.io/tlsroutes/status patch",

@@ -30,6 +30,11 @@ export const Resources = {
   egressNetworks: { group: "policy.linkerd.io", version: "v1alpha1", plural: "egressnetworks" },
   gatewayTlsRoutes: { group: "gateway.networking.k8s.io", version: "v1alpha2", plural: "tlsroutes" },
   gatewayTcpRoutes: { group: "gateway.networking.k8s.io", version: "v1alpha2", plural: "tcproutes" },
+  httpLocalRateLimitPolicies: {
+    group: "policy.linkerd.io",
+    version: "v1alpha1",
+    plural: "httplocalratelimitpolicies",
+  },
 } as const satisfies Record<string, ResourceRef>;
 
 /** The same resource with metadata only (`PartialObjectMetadata`). */

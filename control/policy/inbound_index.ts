@@ -35,6 +35,7 @@ import {
   routeMetadata,
   routeOrder,
 } from "./route_convert.ts";
+import { serverRateLimit, withRateLimit } from "./ratelimit.ts";
 import { selects, specificity } from "./selector.ts";
 import type { PolicyStore } from "./store.ts";
 
@@ -423,6 +424,7 @@ export function serverPolicy(
     default:
       protocol = detect(cfg, httpRoutes());
   }
+  protocol = withRateLimit(protocol, serverRateLimit(store, server, cfg));
   return { protocol, serverIps: [], authorizations, labels: labelsFor("server", server.metadata.name) };
 }
 

@@ -34,6 +34,7 @@ export const KIND_RESOURCES: Record<Kind, ResourceRef> = {
   EgressNetwork: Resources.egressNetworks,
   TLSRoute: Resources.gatewayTlsRoutes,
   TCPRoute: Resources.gatewayTcpRoutes,
+  HTTPLocalRateLimitPolicy: Resources.httpLocalRateLimitPolicies,
 };
 
 const METRIC_NAMES: Record<Kind, string> = {
@@ -51,6 +52,7 @@ const METRIC_NAMES: Record<Kind, string> = {
   EgressNetwork: "egressnetworks",
   TLSRoute: "tlsroutes",
   TCPRoute: "tcproutes",
+  HTTPLocalRateLimitPolicy: "httplocalratelimitpolicies",
 };
 
 export class InformerPolicySource implements PolicySource {

@@ -21,6 +21,7 @@ import { defaultPolicyConfig, isDefaultPolicy, type PolicyConfig } from "./confi
 import { parseDurationMs } from "../../proto/go_duration.ts";
 import { PolicyGrpcServer } from "./grpc_server.ts";
 import { InformerPolicySource, KubeStatusClient } from "./k8s_source.ts";
+import { RateLimitStatusWriter } from "./ratelimit_status.ts";
 import { RouteStatusWriter } from "./route_status.ts";
 import { PolicyStore } from "./store.ts";
 import { toIpNetwork } from "../../proto/ip.ts";
@@ -110,6 +111,9 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   const writer = cfg.writeStatus
     ? new RouteStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log })
     : undefined;
+  const rateLimitWriter = cfg.writeStatus
+    ? new RateLimitStatusWriter(store, new KubeStatusClient(kc), { log })
+    : undefined;
   const admin = serveAdmin({
     hostname: cfg.adminHost,
     port: cfg.adminPort,
@@ -123,6 +127,7 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   });
   await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
   writer?.close();
+  rateLimitWriter?.close();
   await grpcServer.shutdown();
   await admin.finished;
 }

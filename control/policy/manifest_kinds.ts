@@ -7,7 +7,8 @@ export function kindOf(apiVersion: string | undefined, kind: string | undefined)
   if (group === "policy.linkerd.io") {
     if (
       kind === "Server" || kind === "ServerAuthorization" || kind === "AuthorizationPolicy" ||
-      kind === "MeshTLSAuthentication" || kind === "NetworkAuthentication" || kind === "HTTPRoute"
+      kind === "MeshTLSAuthentication" || kind === "NetworkAuthentication" || kind === "HTTPRoute" ||
+      kind === "HTTPLocalRateLimitPolicy"
     ) return kind;
     if (kind === "EgressNetwork") return kind;
   }

@@ -162,6 +162,27 @@ export interface NetworkAuthenticationSpec {
 }
 export type NetworkAuthentication = Obj<NetworkAuthenticationSpec, unknown>;
 
+/** A requests-per-second cap of an HTTPLocalRateLimitPolicy. */
+export interface RateLimitLimit {
+  requestsPerSecond?: number;
+}
+export interface RateLimitOverride {
+  requestsPerSecond?: number;
+  /** ServiceAccounts whose identities share this override's limit. */
+  clientRefs?: ObjectRef[];
+}
+export interface HttpLocalRateLimitPolicySpec {
+  targetRef?: ObjectRef;
+  total?: RateLimitLimit;
+  identity?: RateLimitLimit;
+  overrides?: RateLimitOverride[];
+}
+export interface HttpLocalRateLimitPolicyStatus {
+  conditions?: Condition[];
+  targetRef?: ObjectRef;
+}
+export type HttpLocalRateLimitPolicy = Obj<HttpLocalRateLimitPolicySpec, HttpLocalRateLimitPolicyStatus>;
+
 // --- routes (policy.linkerd.io HTTPRoute and Gateway API HTTPRoute/GRPCRoute share a shape) ---
 
 export interface HttpPathMatch {
@@ -309,6 +330,7 @@ export const KINDS = {
   EgressNetwork: { group: POLICY_GROUP, plural: "egressnetworks" },
   TLSRoute: { group: GATEWAY_GROUP, plural: "tlsroutes" },
   TCPRoute: { group: GATEWAY_GROUP, plural: "tcproutes" },
+  HTTPLocalRateLimitPolicy: { group: POLICY_GROUP, plural: "httplocalratelimitpolicies" },
 } as const;
 
 export type Kind = keyof typeof KINDS;

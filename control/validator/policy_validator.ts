@@ -10,6 +10,7 @@ import { convertFilter, grpcMatch, httpMatch } from "../policy/route_convert.ts"
 import {
   type AuthorizationPolicySpec,
   type GrpcRouteSpec,
+  type HttpLocalRateLimitPolicySpec,
   type HttpRouteSpec,
   type MeshTLSAuthenticationSpec,
   type NetworkAuthenticationSpec,
@@ -28,6 +29,7 @@ import {
 } from "../policy/ref_kind.ts";
 import { selectorProblems, selectorsOverlap } from "../policy/selector.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
+import { rateLimitPolicyProblems } from "./ratelimit_validator.ts";
 
 /** The Servers already in a namespace, for the duplicate-port check. */
 export interface ServerLister {
@@ -413,6 +415,8 @@ export function policyAdmissionHandler(servers: ServerLister): AdmissionHandler 
         return { problems: httpRouteProblems(obj as Obj<HttpRouteSpec>, group) };
       case "gateway.networking.k8s.io/GRPCRoute":
         return { problems: grpcRouteProblems(obj as Obj<GrpcRouteSpec>) };
+      case "policy.linkerd.io/HTTPLocalRateLimitPolicy":
+        return { problems: rateLimitPolicyProblems(obj as Obj<HttpLocalRateLimitPolicySpec>) };
       default:
         return { problems: [`kind: ${key} is not a policy resource this webhook validates`] };
     }

@@ -48,6 +48,7 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/policy/outbound_index.ts",
   "control/policy/outbound_index_test.ts",
   "control/policy/policy_cluster_test.ts",
+  "control/policy/ratelimit.ts",
   "control/policy/route_convert.ts",
   "control/policy/test_server.ts",
   "control/policy/watch_hub.ts",
