@@ -1,17 +1,22 @@
 /**
- * Checks a mesh peer's leaf certificate against the trust anchors. Deno's node:tls server asks
- * for client certificates but neither verifies them nor exposes the intermediates, so the
- * inbound side does it here: the leaf must be within its validity period and signed by a trust
- * anchor or by one of our own intermediates (a mesh has one issuer, which signs every proxy's
- * leaf), and its DNS SAN is the client identity.
+ * Checks a mesh peer's leaf certificate against the trust bundle. Deno's node:tls server asks for
+ * client certificates but does not verify them, so the inbound side does it here. It does expose
+ * what the client sent after its leaf (`getPeerCertificate(true)`'s issuerCertificate links; see
+ * docs/identity.md), so a leaf may chain to a trust anchor through an issuer this proxy has never
+ * seen: leaf → presented or known issuer (a CA, valid now, signed by an anchor) → anchor. Known
+ * issuers are this proxy's own intermediates and those identity published, both checked against
+ * the anchors before use. The leaf's first DNS SAN is the client identity.
  */
 import { X509Certificate } from "node:crypto";
+import { pemCertificates, signedBy, type TrustBundle, withinValidity } from "../core/trust_store.ts";
+
+/** A certificate the peer sent after its leaf, as node:tls describes it (SHA-256 with colons). */
+export interface PresentedCert {
+  raw: Uint8Array;
+  fingerprint256: string;
+}
 
 export type PeerVerdict = { ok: true; identity: string } | { ok: false; reason: string };
-
-function pemBlocks(pem: string): string[] {
-  return pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-}
 
 /** The DNS names of a subjectAltName text as node:crypto and node:tls print it (`DNS:a, DNS:b`). */
 export function dnsSansOf(subjectAltName: string | undefined): string[] {
@@ -30,42 +35,59 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
-function within(cert: X509Certificate, now: number): boolean {
-  return Date.parse(cert.validFrom) <= now && now <= Date.parse(cert.validTo);
-}
+/** At most this many presented intermediates are looked at (a mesh chain has one). */
+const MAX_PRESENTED = 4;
+const MAX_CACHE = 4096;
 
-function signedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
-  try {
-    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
-  } catch {
-    return false;
-  }
+interface Cached {
+  verdict: PeerVerdict;
+  /** The verdict holds in [from, until]: the leaf's and, for a trusted leaf, its issuer's validity. */
+  from: number;
+  until: number;
+  der: Uint8Array;
 }
 
 export class PeerVerifier {
-  #issuers: X509Certificate[];
-  /** Verdicts by leaf DER fingerprint: the signature check is the costly part, leaves repeat. */
-  #cache = new Map<string, { verdict: PeerVerdict; notBefore: number; notAfter: number; der: Uint8Array }>();
+  readonly #anchors: readonly X509Certificate[];
+  /** Issuers known to chain to an anchor now: our own intermediates and the published ones. */
+  readonly #known: X509Certificate[];
+  /**
+   * Trusted leaves by fingerprint: the signature checks are the costly part, and leaves repeat.
+   * A leaf once shown to chain stays trusted whatever the peer presents with it later.
+   */
+  #trusted = new Map<string, Cached>();
+  /** Refusals by leaf and presented intermediates: the same leaf may verify with another chain. */
+  #refused = new Map<string, Cached>();
 
-  constructor(trustAnchorsPem: string, ownChainPem: string, now = Date.now()) {
-    const anchors = pemBlocks(trustAnchorsPem).map((p) => new X509Certificate(p));
-    const intermediates = pemBlocks(ownChainPem).slice(1).map((p) => new X509Certificate(p)).filter((c) =>
-      c.ca && within(c, now) && anchors.some((a) => signedBy(c, a))
+  constructor(bundle: TrustBundle, ownChainPem: string, now = Date.now()) {
+    this.#anchors = bundle.anchors;
+    const own = pemCertificates(ownChainPem).slice(1).map((p) => new X509Certificate(p)).filter((c) =>
+      c.ca && withinValidity(c, now) && this.#anchors.some((a) => signedBy(c, a))
     );
-    this.#issuers = [...intermediates, ...anchors];
+    this.#known = [...own, ...bundle.issuers];
+  }
+
+  /** Cheap first look: the cached verdict for a trusted leaf, before the chain is fetched. */
+  cachedTrusted(leafDer: Uint8Array, fingerprint256: string, now = Date.now()): PeerVerdict | undefined {
+    const hit = this.#trusted.get(fingerprint256);
+    if (hit && hit.from <= now && now <= hit.until && sameBytes(hit.der, leafDer)) return hit.verdict;
+    return undefined;
   }
 
   /**
-   * `fingerprint256`, when the caller has it (node:tls computes it for every peer certificate),
-   * finds a repeated leaf without parsing it again (parsing is most of a cached verdict's cost);
-   * the verdict is only reused for the very bytes it was given for, whatever fingerprint is passed.
+   * `fingerprint256` (node:tls computes it for every peer certificate) finds a repeated leaf
+   * without parsing it again; a verdict is only reused for the very bytes it was given for.
+   * `presented` are the certificates the peer sent after its leaf, in its order.
    */
-  verify(leafDer: Uint8Array, now = Date.now(), fingerprint256?: string): PeerVerdict {
+  verify(
+    leafDer: Uint8Array,
+    now = Date.now(),
+    fingerprint256?: string,
+    presented: readonly PresentedCert[] = [],
+  ): PeerVerdict {
     if (fingerprint256 !== undefined) {
-      const known = this.#cache.get(fingerprint256);
-      if (known && known.notBefore <= now && now <= known.notAfter && sameBytes(known.der, leafDer)) {
-        return known.verdict;
-      }
+      const known = this.cachedTrusted(leafDer, fingerprint256, now);
+      if (known) return known;
     }
     let leaf: X509Certificate;
     try {
@@ -74,14 +96,22 @@ export class PeerVerifier {
       return { ok: false, reason: `unparsable certificate: ${(e as Error).message}` };
     }
     const key = leaf.fingerprint256;
-    const hit = this.#cache.get(key);
-    if (hit && hit.notBefore <= now && now <= hit.notAfter && sameBytes(hit.der, leafDer)) return hit.verdict;
+    const trusted = this.cachedTrusted(leafDer, key, now);
+    if (trusted) return trusted;
+    const refusedKey = presented.length === 0
+      ? key
+      : `${key}/${presented.map((p) => p.fingerprint256).join("/")}`;
+    const refused = this.#refused.get(refusedKey);
+    if (refused && refused.from <= now && now <= refused.until && sameBytes(refused.der, leafDer)) {
+      return refused.verdict;
+    }
     const notBefore = Date.parse(leaf.validFrom), notAfter = Date.parse(leaf.validTo);
     if (!(notBefore <= now && now <= notAfter)) {
       return { ok: false, reason: `certificate not valid now (valid ${leaf.validFrom} .. ${leaf.validTo})` };
     }
+    const via = this.#chain(leaf, presented, now);
     let verdict: PeerVerdict;
-    if (!this.#issuers.some((i) => signedBy(leaf, i))) {
+    if (via === undefined) {
       verdict = {
         ok: false,
         reason: `certificate issued by "${leaf.issuer}" does not chain to the trust anchors`,
@@ -92,8 +122,43 @@ export class PeerVerifier {
         ? { ok: false, reason: "certificate has no DNS SAN" }
         : { ok: true, identity: sans[0] };
     }
-    if (this.#cache.size > 4096) this.#cache.clear();
-    this.#cache.set(key, { verdict, notBefore, notAfter, der: leafDer.slice() });
+    const entry = {
+      verdict,
+      from: notBefore,
+      until: via === undefined ? notAfter : Math.min(notAfter, via.until),
+      der: leafDer.slice(),
+    };
+    const cache = verdict.ok ? this.#trusted : this.#refused;
+    if (cache.size >= MAX_CACHE) cache.clear();
+    cache.set(verdict.ok ? key : refusedKey, entry);
     return verdict;
+  }
+
+  /** How the leaf reaches an anchor, and until when that path holds; undefined when it does not. */
+  #chain(
+    leaf: X509Certificate,
+    presented: readonly PresentedCert[],
+    now: number,
+  ): { until: number } | undefined {
+    for (const a of this.#anchors) {
+      if (signedBy(leaf, a)) return { until: Date.parse(a.validTo) };
+    }
+    for (const k of this.#known) {
+      if (signedBy(leaf, k)) return { until: Date.parse(k.validTo) };
+    }
+    // An issuer the peer sent: only the one that signed the leaf matters, and it must itself be a
+    // CA under an anchor (mesh issuers sit right under the anchor; deeper chains are not followed).
+    for (const p of presented.slice(0, MAX_PRESENTED)) {
+      let c: X509Certificate;
+      try {
+        c = new X509Certificate(p.raw);
+      } catch {
+        continue;
+      }
+      if (!c.ca || !withinValidity(c, now) || !signedBy(leaf, c)) continue;
+      const anchor = this.#anchors.find((a) => signedBy(c, a));
+      if (anchor) return { until: Math.min(Date.parse(c.validTo), Date.parse(anchor.validTo)) };
+    }
+    return undefined;
   }
 }

@@ -8,8 +8,8 @@ import type * as net from "node:net";
 import { connect as netConnect } from "node:net";
 import { tlsReadGate } from "./tls_flow.ts";
 import type { CertStore, TlsCredentials } from "../core/cert_store.ts";
-import { PeerVerifier } from "./peer_verify.ts";
-import { dnsSansOf } from "./peer_verify.ts";
+import { dnsSansOf, PeerVerifier, type PresentedCert } from "./peer_verify.ts";
+import { buildTrustBundle, type TrustBundle, type TrustStore } from "../core/trust_store.ts";
 
 /** Honoured by node:tls (passed to the underlying socket) though missing from its option types. */
 type HalfOpen = { allowHalfOpen: boolean };
@@ -44,15 +44,33 @@ export interface ConnectTlsOptions {
 
 export class MeshTls {
   #store: CertStore;
+  #trust: TrustStore | undefined;
   #ctxFor: TlsCredentials | undefined;
   #ctx: tls.SecureContext | undefined;
-  #verifierFor: TlsCredentials | undefined;
-  #clientCtxFor: TlsCredentials | undefined;
+  #verifierFor: [TlsCredentials, TrustBundle] | undefined;
+  #clientCtxFor: [TlsCredentials, TrustBundle] | undefined;
   #clientCtx: tls.SecureContext | undefined;
   #verifier: PeerVerifier | undefined;
+  /** The bundle of credentials that carry their own anchors (no TrustStore), built once per credentials. */
+  #ownBundleFor: TlsCredentials | undefined;
+  #ownBundle: TrustBundle | undefined;
 
-  constructor(store: CertStore) {
+  /**
+   * `trust` is the live bundle (anchors, published issuers); without it the anchors are those
+   * the credentials carry. Contexts and verifier caches are rebuilt when either changes.
+   */
+  constructor(store: CertStore, trust?: TrustStore) {
     this.#store = store;
+    this.#trust = trust;
+  }
+
+  #bundle(c: TlsCredentials): TrustBundle {
+    if (this.#trust) return this.#trust.current();
+    if (this.#ownBundleFor !== c) {
+      this.#ownBundle = buildTrustBundle(c.trustAnchorsPem).bundle;
+      this.#ownBundleFor = c;
+    }
+    return this.#ownBundle!;
   }
 
   #creds(): TlsCredentials {
@@ -71,22 +89,27 @@ export class MeshTls {
 
   /** Parsing PEM per connection costs a third of the handshake rate, so contexts are reused. */
   #clientContext(c: TlsCredentials): tls.SecureContext {
-    if (this.#clientCtxFor !== c) {
+    const b = this.#bundle(c);
+    if (this.#clientCtxFor?.[0] !== c || this.#clientCtxFor[1] !== b) {
       this.#clientCtx = tls.createSecureContext({
         key: c.keyPem,
         cert: c.certChainPem,
-        ca: c.trustAnchorsPem,
+        // The server sends its issuer after its leaf and the native verifier follows it to an
+        // anchor; published issuers (already checked against the anchors) cover a server that
+        // sends its leaf alone.
+        ca: b.anchorsPem + b.issuersPem,
         minVersion: "TLSv1.3",
       });
-      this.#clientCtxFor = c;
+      this.#clientCtxFor = [c, b];
     }
     return this.#clientCtx!;
   }
 
   #peerVerifier(c: TlsCredentials): PeerVerifier {
-    if (this.#verifierFor !== c) {
-      this.#verifier = new PeerVerifier(c.trustAnchorsPem, c.certChainPem);
-      this.#verifierFor = c;
+    const b = this.#bundle(c);
+    if (this.#verifierFor?.[0] !== c || this.#verifierFor[1] !== b) {
+      this.#verifier = new PeerVerifier(b, c.certChainPem);
+      this.#verifierFor = [c, b];
     }
     return this.#verifier!;
   }
@@ -136,7 +159,10 @@ export class MeshTls {
         const peer = t.getPeerCertificate();
         let clientId: string | undefined;
         if (peer && peer.raw) {
-          const v = verifier.verify(peer.raw, Date.now(), peer.fingerprint256);
+          const now = Date.now();
+          // A known leaf needs no chain; otherwise the certificates the client sent after it.
+          const v = verifier.cachedTrusted(peer.raw, peer.fingerprint256, now) ??
+            verifier.verify(peer.raw, now, peer.fingerprint256, presentedChain(t));
           if (!v.ok) {
             t.destroy();
             sock.destroy();
@@ -158,6 +184,23 @@ export class MeshTls {
   async connect(opts: ConnectTlsOptions): Promise<ConnectedTls> {
     return await connectTls(this.#clientContext(this.#creds()), opts);
   }
+}
+
+/**
+ * What the client sent after its leaf. Deno 2.9.6's getPeerCertificate(true) links the presented
+ * certificates through issuerCertificate, in the order sent, and adds nothing of its own (the
+ * server side has no `ca` and does not verify); docs/identity.md has the experiment.
+ */
+function presentedChain(t: tls.TLSSocket): PresentedCert[] {
+  const out: PresentedCert[] = [];
+  let cur = t.getPeerCertificate(true)?.issuerCertificate;
+  const seen = new Set<string>();
+  while (cur && cur.raw && out.length < 4 && !seen.has(cur.fingerprint256)) {
+    seen.add(cur.fingerprint256);
+    out.push({ raw: cur.raw, fingerprint256: cur.fingerprint256 });
+    cur = cur.issuerCertificate;
+  }
+  return out;
 }
 
 /**
