@@ -52,6 +52,9 @@ import { serviceBackend } from "./outbound_index.ts";
 /** Linkerd's default for the namespace whose EgressNetworks apply to clients of every namespace. */
 export const DEFAULT_GLOBAL_EGRESS_NETWORK_NAMESPACE = "linkerd-egress";
 
+/** The values of an EgressNetwork's `spec.trafficPolicy`. */
+export const TRAFFIC_POLICIES = ["Allow", "Deny"] as const;
+
 /** Linkerd's message for traffic a Deny EgressNetwork refuses. */
 export const EGRESS_DENIED_MESSAGE = "traffic not allowed";
 

@@ -29,6 +29,14 @@ import {
 } from "../policy/ref_kind.ts";
 import { selectorProblems, selectorsOverlap } from "../policy/selector.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
+import {
+  egressNetworkProblems,
+  egressParentPortProblems,
+  tcpRouteProblems,
+  tlsRouteProblems,
+} from "./egress_validator.ts";
+import { isEgressNetworkRef } from "../policy/egress_index.ts";
+import type { EgressNetworkSpec, TcpRouteSpec, TlsRouteSpec } from "../policy/resources.ts";
 import { rateLimitPolicyProblems } from "./ratelimit_validator.ts";
 
 /** The Servers already in a namespace, for the duplicate-port check. */
@@ -282,9 +290,9 @@ function parentRefProblems(refs: HttpRouteSpec["parentRefs"], group: string): st
     }
     if (
       group === "policy.linkerd.io" && p?.kind !== undefined &&
-      !["Server", "Service", "Gateway"].some((k) => asciiEqualFold(k, p.kind!))
+      !["Server", "Service", "Gateway", "EgressNetwork"].some((k) => asciiEqualFold(k, p.kind!))
     ) {
-      out.push(`${f}.kind: "${p.kind}" is not Server, Service or Gateway`);
+      out.push(`${f}.kind: "${p.kind}" is not Server, Service, Gateway or EgressNetwork`);
     }
   });
   return out;
@@ -296,8 +304,10 @@ function backendProblems(
 ): string[] {
   const out: string[] = [];
   (refs ?? []).forEach((b, j) => {
-    if (!isServiceBackendRef(b)) {
-      out.push(`${field}[${j}].kind: backends must be Services, got ${b?.group ?? ""}/${b?.kind}`);
+    if (!isServiceBackendRef(b) && !isEgressNetworkRef(b)) {
+      out.push(
+        `${field}[${j}].kind: backends must be Services or EgressNetworks, got ${b?.group ?? ""}/${b?.kind}`,
+      );
     }
     if (!b?.name) out.push(`${field}[${j}].name: required`);
   });
@@ -328,6 +338,7 @@ function redirectPathProblem(
 
 export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[] {
   const out = parentRefProblems(r.spec?.parentRefs, group);
+  out.push(...egressParentPortProblems(r.spec?.parentRefs, "HTTPRoute"));
   (r.spec?.rules ?? []).forEach((rule, i) => {
     (rule.matches ?? []).forEach((m, j) => {
       const f = `spec.rules[${i}].matches[${j}]`;
@@ -366,6 +377,7 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
 
 export function grpcRouteProblems(r: Obj<GrpcRouteSpec>): string[] {
   const out = parentRefProblems(r.spec?.parentRefs, "gateway.networking.k8s.io");
+  out.push(...egressParentPortProblems(r.spec?.parentRefs, "GRPCRoute"));
   (r.spec?.rules ?? []).forEach((rule, i) => {
     (rule.matches ?? []).forEach((m, j) =>
       attempt(out, () => grpcMatch(m, `spec.rules[${i}].matches[${j}]`))
@@ -415,6 +427,12 @@ export function policyAdmissionHandler(servers: ServerLister): AdmissionHandler 
         return { problems: httpRouteProblems(obj as Obj<HttpRouteSpec>, group) };
       case "gateway.networking.k8s.io/GRPCRoute":
         return { problems: grpcRouteProblems(obj as Obj<GrpcRouteSpec>) };
+      case "gateway.networking.k8s.io/TLSRoute":
+        return { problems: tlsRouteProblems(obj as Obj<TlsRouteSpec>) };
+      case "gateway.networking.k8s.io/TCPRoute":
+        return { problems: tcpRouteProblems(obj as Obj<TcpRouteSpec>) };
+      case "policy.linkerd.io/EgressNetwork":
+        return { problems: egressNetworkProblems(obj as Obj<EgressNetworkSpec>) };
       case "policy.linkerd.io/HTTPLocalRateLimitPolicy":
         return { problems: rateLimitPolicyProblems(obj as Obj<HttpLocalRateLimitPolicySpec>) };
       default:

@@ -5,6 +5,8 @@
  * same everywhere, and writes the YAML.
  */
 
+import { TRAFFIC_POLICIES } from "../../../control/policy/egress_index.ts";
+
 type Schema = Record<string, unknown>;
 
 /** The shape gen.ts writes a CRD from (a subset of its own `Crd`). */
@@ -28,8 +30,6 @@ export interface SharedParts {
   routeStatus: Schema;
   network: Schema;
 }
-
-export const TRAFFIC_POLICIES = ["Allow", "Deny"] as const;
 
 const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
 const int = (extra: Schema = {}): Schema => ({ type: "integer", ...extra });
