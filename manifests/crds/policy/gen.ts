@@ -9,6 +9,7 @@ import { SERVER_PROXY_PROTOCOLS } from "../../../control/policy/resources.ts";
 import { rateLimitCrd } from "./ratelimit_crd.ts";
 import { egressCrds } from "./egress_crds.ts";
 import { externalWorkloadCrd } from "./external_workload_crd.ts";
+import { policyHttpRouteVersionSpecs, serverVersionSpecs } from "./version_schemas.ts";
 
 type Schema = Record<string, unknown>;
 const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
@@ -218,6 +219,8 @@ interface Crd {
   versions: string[];
   storage: string;
   spec: Schema;
+  /** A version's own spec schema, where it differs from `spec` (see version_schemas.ts). */
+  versionSpecs?: Record<string, Schema>;
   status?: Schema;
   gateway?: boolean;
   printer?: { name: string; type: string; jsonPath: string }[];
@@ -265,7 +268,7 @@ function crd(c: Crd): Schema {
             apiVersion: str(),
             kind: str(),
             metadata: { type: "object" },
-            spec: c.spec,
+            spec: c.versionSpecs?.[name] ?? c.spec,
             ...(c.status ? { status: c.status } : {}),
           }, { required: ["spec"] }),
         },
@@ -285,9 +288,10 @@ const crds: Crd[] = [
     plural: "servers",
     singular: "server",
     shortNames: ["srv"],
-    versions: ["v1beta1", "v1beta2", "v1beta3"],
+    versions: ["v1alpha1", "v1beta1", "v1beta2", "v1beta3"],
     storage: "v1beta3",
     spec: serverSpec,
+    versionSpecs: serverVersionSpecs(serverSpec),
     printer: [{ name: "Port", type: "string", jsonPath: ".spec.port" }, {
       name: "Protocol",
       type: "string",
@@ -347,6 +351,7 @@ const crds: Crd[] = [
     versions: ["v1alpha1", "v1beta1", "v1beta2", "v1beta3"],
     storage: "v1beta3",
     spec: httpRouteSpec(true),
+    versionSpecs: policyHttpRouteVersionSpecs(httpRouteSpec(true), httpRouteSpec(false)),
     status: routeStatus,
   },
   {
