@@ -172,6 +172,7 @@ export class HttpMetrics {
   #authzAllow: CounterFamily;
   #authzDeny: CounterFamily;
   #routeNotFound: CounterFamily;
+  #localRateLimit: CounterFamily;
   #inboundErrors: CounterFamily;
   #outboundErrors: CounterFamily;
 
@@ -194,6 +195,10 @@ export class HttpMetrics {
     this.#routeNotFound = counter(
       "inbound_http_route_not_found_total",
       "Inbound HTTP requests that matched no route of their server.",
+    );
+    this.#localRateLimit = counter(
+      "inbound_http_local_ratelimit_total",
+      "Inbound HTTP requests refused by a local rate limit (HTTPLocalRateLimitPolicy).",
     );
     this.#inboundErrors = counter(
       "inbound_http_errors_total",
@@ -275,6 +280,25 @@ export class HttpMetrics {
     policyLabels(labels, "srv", l.server);
     copyInto(labels, l.tls);
     return this.#routeNotFound.get(labels);
+  }
+
+  /** Requests a local rate limit refused; `scope` is "total" or "identity" (overrides count as identity). */
+  localRateLimit(
+    l: {
+      targetAddr: string;
+      tls: TlsLabels;
+      server: PolicyRef;
+      policy: PolicyRef | undefined;
+      scope: string;
+    },
+  ): CounterHandle {
+    const labels: Labels = {};
+    targetLabels(labels, l.targetAddr);
+    policyLabels(labels, "srv", l.server);
+    if (l.policy) policyLabels(labels, "ratelimit", l.policy);
+    labels.ratelimit_scope = l.scope;
+    copyInto(labels, l.tls);
+    return this.#localRateLimit.get(labels);
   }
 
   /** `error` from HTTP_ERROR_KIND. */

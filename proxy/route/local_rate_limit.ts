@@ -6,6 +6,7 @@
  * per-identity bucket). A bucket holds `rps` tokens (the burst) and refills `rps` per second.
  */
 import type { HttpLocalRateLimit } from "../../proto/gen_messages/inbound.ts";
+import type { Metadata } from "../../proto/gen_messages/meta.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 
 class TokenBucket {
@@ -37,6 +38,20 @@ export interface RateLimited {
   readonly rps: number;
 }
 
+/** The policy a limit came from (HTTPLocalRateLimitPolicy), for the `ratelimit_*` metric labels. */
+export interface RateLimitRef {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+}
+
+function rateLimitRef(m: Metadata | undefined): RateLimitRef | undefined {
+  const k = m?.kind;
+  if (!k) return undefined;
+  if (k.$case === "default") return { group: "", kind: "default", name: k.value };
+  return { group: k.value.group, kind: k.value.kind, name: k.value.name };
+}
+
 /** Per-identity buckets kept before idle (refilled) ones are dropped. */
 const MAX_IDENTITIES = 4096;
 
@@ -51,6 +66,7 @@ export class LocalRateLimit {
   constructor(
     config: { totalRps?: number; identityRps?: number; overrides?: { rps: number; identities: string[] }[] },
     clock: Clock,
+    readonly ref?: RateLimitRef,
   ) {
     this.#clock = clock;
     const now = clock.now();
@@ -102,5 +118,5 @@ export function localRateLimit(p: HttpLocalRateLimit | undefined, clock: Clock):
     identities: o.clients?.identities.map((i) => i.name) ?? [],
   })).filter((o) => o.rps > 0 && o.identities.length > 0);
   if (!totalRps && !identityRps && overrides.length === 0) return undefined;
-  return new LocalRateLimit({ totalRps, identityRps, overrides }, clock);
+  return new LocalRateLimit({ totalRps, identityRps, overrides }, clock, rateLimitRef(p.metadata));
 }

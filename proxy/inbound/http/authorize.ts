@@ -23,7 +23,12 @@ import { grpcErrorResponse, type HttpRequest, type HttpResponse, textResponse } 
 import { compileGrpcFilters, compileHttpFilters, RouteFilters } from "../../route/filters.ts";
 import { compileGrpcMatch, GRPC_MATCH_ALL } from "../../route/grpc_match.ts";
 import { compileHostMatch, compileHttpMatch, MATCH_ALL, type Matcher } from "../../route/http_match.ts";
-import { type LocalRateLimit, localRateLimit } from "../../route/local_rate_limit.ts";
+import {
+  type LocalRateLimit,
+  localRateLimit,
+  type RateLimited,
+  type RateLimitRef,
+} from "../../route/local_rate_limit.ts";
 import { type RouteMeta, routeMeta } from "../../route/meta.ts";
 import { RouteTable, type TableRoute } from "../../route/table.ts";
 import {
@@ -79,6 +84,15 @@ export interface InboundDenial {
   readonly message: string;
   readonly server: PolicyRef;
   readonly route: PolicyRef | undefined;
+  /**
+   * Set when a rate limit refused a request its authorization allowed: that permit (Linkerd counts
+   * the request as allowed, then as rate limited), the limiting policy and Linkerd's scope label.
+   */
+  readonly limited?: {
+    readonly permit: InboundPermit;
+    readonly policy: RateLimitRef | undefined;
+    readonly scope: "total" | "identity";
+  };
 }
 
 /**
@@ -250,6 +264,8 @@ export class HttpAuthorizer {
   readonly #conn: ConnMeta;
   #policy: HttpServerPolicy | undefined;
   #decisions: (InboundPermit | InboundDenial | undefined)[] = [];
+  /** Rate-limit denials by route and scope, built once so their counters are looked up once too. */
+  #limited = new Map<string, InboundDenial>();
 
   constructor(conn: ConnMeta) {
     this.#conn = conn;
@@ -268,6 +284,7 @@ export class HttpAuthorizer {
     if (policy !== this.#policy) {
       this.#policy = policy;
       this.#decisions = new Array(policy.routeCount);
+      this.#limited.clear();
     }
     const hit = policy.routes.find(req);
     if (!hit) return policy.notFound;
@@ -276,8 +293,21 @@ export class HttpAuthorizer {
     if (d === undefined) d = this.#decisions[rule.index] = this.#decide(policy, rule);
     if (!d.allow) return d;
     const limited = policy.rateLimit?.check(this.#conn.tls?.clientId);
-    if (limited) {
-      return {
+    if (limited) return this.#limitedDenial(policy, rule, d, limited);
+    if (!rule.filters.empty) return applyFilters(d, rule, req, hit.matcher, rng);
+    return d;
+  }
+
+  #limitedDenial(
+    policy: HttpServerPolicy,
+    rule: InboundRoute,
+    permit: InboundPermit,
+    limited: RateLimited,
+  ): InboundDenial {
+    const key = `${rule.index}/${limited.scope}/${limited.rps}`;
+    let d = this.#limited.get(key);
+    if (!d) {
+      d = {
         allow: false,
         status: 429,
         grpcStatus: 8,
@@ -286,9 +316,15 @@ export class HttpAuthorizer {
           `${limited.scope} rate limit of ${limited.rps} requests/s exceeded on server ${policy.server.name}`,
         server: policy.server,
         route: rule.ref,
+        limited: {
+          permit,
+          policy: policy.rateLimit?.ref,
+          // Linkerd labels an override's refusal with the identity scope.
+          scope: limited.scope === "total" ? "total" : "identity",
+        },
       };
+      this.#limited.set(key, d);
     }
-    if (!rule.filters.empty) return applyFilters(d, rule, req, hit.matcher, rng);
     return d;
   }
 

@@ -126,6 +126,20 @@ export class InboundHttp {
     let pool: Http1Pool | undefined;
     let h2: Http2Connection | undefined;
     let generation = this.#generation;
+    const countAllowed = (permit: InboundPermit): void => {
+      let h = counters.get(permit);
+      if (!h) {
+        h = m.authzAllow({
+          targetAddr: c.targetAddr,
+          tls: c.tls,
+          server: permit.server,
+          route: permit.route,
+          authz: permit.authz,
+        });
+        counters.set(permit, h);
+      }
+      h.inc();
+    };
     const count = (e: unknown): void => {
       if (countErrors) m.inboundError(httpErrorKind(e)).inc();
     };
@@ -141,10 +155,20 @@ export class InboundHttp {
         const grpc = isGrpc(req.headers);
         const d = authorizer.authorize(c.policy(), req, rng);
         if (!d.allow) {
+          // A rate-limited request was authorized first: counted as allowed, then as limited (as Linkerd).
+          if (d.limited) countAllowed(d.limited.permit);
           let h = counters.get(d);
           if (!h) {
             h = d.reason === "route_not_found"
               ? m.routeNotFound({ targetAddr: c.targetAddr, tls: c.tls, server: d.server })
+              : d.limited
+              ? m.localRateLimit({
+                targetAddr: c.targetAddr,
+                tls: c.tls,
+                server: d.server,
+                policy: d.limited.policy,
+                scope: d.limited.scope,
+              })
               : m.authzDeny({ targetAddr: c.targetAddr, tls: c.tls, server: d.server, route: d.route! });
             counters.set(d, h);
           }
@@ -152,18 +176,7 @@ export class InboundHttp {
           return Promise.resolve(denialResponse(d, grpc));
         }
         const permit = "permit" in d ? d.permit : d;
-        let h = counters.get(permit);
-        if (!h) {
-          h = m.authzAllow({
-            targetAddr: c.targetAddr,
-            tls: c.tls,
-            server: permit.server,
-            route: permit.route,
-            authz: permit.authz,
-          });
-          counters.set(permit, h);
-        }
-        h.inc();
+        countAllowed(permit);
         if ("response" in d) return Promise.resolve(d.response);
         setClientId(req.headers, authorizer.clientId);
         const orig = takeOrigProto(req);

@@ -197,3 +197,63 @@ Deno.test("inbound http stack: a client that half-closes right after its request
     await new Promise((r) => app.close(r));
   }
 });
+
+Deno.test("inbound http stack: a rate-limited request is a 429, counted as allowed then as rate limited", async () => {
+  const app = http.createServer((_req, res) => res.end("ok"));
+  await new Promise<void>((r) => app.listen(0, "127.0.0.1", () => r()));
+  const port = (app.address() as AddressInfo).port;
+  const registry = new Registry();
+  const stack = new InboundHttp({
+    metrics: new HttpMetrics(registry),
+    connectTimeoutMs: 1000,
+    log: () => {},
+  });
+  const limited: Server = {
+    ...server,
+    protocol: {
+      kind: {
+        $case: "http1",
+        value: {
+          routes: [],
+          localRateLimit: {
+            metadata: meta("HTTPLocalRateLimitPolicy", "web-rl"),
+            total: { requestsPerSecond: 1 },
+            overrides: [],
+          },
+        },
+      },
+    },
+  };
+  const policy = compileHttpServer(limited);
+  const fromA = stack.service({
+    ip: "127.0.0.1",
+    port,
+    targetAddr: `10.0.0.2:${port}`,
+    conn: { clientIp: "10.0.0.1", tls: { clientId: A } },
+    tls: { tls: "true", client_id: A },
+    policy: () => policy,
+  });
+  try {
+    const signal = new AbortController().signal;
+    const first = await fromA(request("/", "HTTP/1.1"), signal);
+    assert.equal(first.status, 200);
+    await text(first);
+    const second = await fromA(request("/", "HTTP/1.1"), signal);
+    assert.equal(second.status, 429);
+    assert.match(await text(second), /total rate limit of 1 requests\/s exceeded on server web/);
+    const m = await registry.metrics();
+    assert.match(
+      m,
+      new RegExp(
+        'inbound_http_local_ratelimit_total\\{target_addr="10\\.0\\.0\\.2:[0-9]+"[^}]*srv_name="web",' +
+          'ratelimit_group="policy\\.linkerd\\.io",ratelimit_kind="HTTPLocalRateLimitPolicy",ratelimit_name="web-rl",' +
+          'ratelimit_scope="total",tls="true",client_id="a\\.ns[^}]*\\} 1',
+      ),
+    );
+    assert.match(m, /inbound_http_authz_allow_total\{[^}]*authz_name="only-a"[^}]*\} 2/);
+    assert.doesNotMatch(m, /inbound_http_authz_deny_total\{/);
+  } finally {
+    stack.close();
+    await new Promise((r) => app.close(r));
+  }
+});
