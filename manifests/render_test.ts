@@ -319,6 +319,7 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
       "batch/jobs",
       "linkerd.io/serviceprofiles",
       "policy.linkerd.io/servers",
+      "workload.linkerd.io/externalworkloads",
     ).sort(),
   );
   assert.deepEqual(

@@ -16,6 +16,7 @@ import {
 } from "../k8s/mod.ts";
 import type { EndpointSlice, Pod, Server, Service, ServiceProfile } from "./k8s_types.ts";
 import { type Lookups, sliceServiceName } from "./endpoints.ts";
+import { EXTERNAL_WORKLOADS, type ExternalWorkload } from "../k8s/external_workload.ts";
 
 export type SourceFactory = <T extends KubeObject>(ref: ResourceRef) => EventSource<T>;
 
@@ -58,6 +59,8 @@ export interface ClusterStateOptions {
   /** Watch policy.linkerd.io Servers (for `proxyProtocol: opaque`); off when the CRD is absent. */
   watchServers?: boolean;
   watchServiceProfiles?: boolean;
+  /** Watch workload.linkerd.io ExternalWorkloads (mesh expansion); defaults to `watchServers`. */
+  watchExternalWorkloads?: boolean;
   log?: (m: string) => void;
 }
 
@@ -71,6 +74,7 @@ export class ClusterState {
   readonly jobs: Informer<KubeObject>;
   readonly servers: Informer<Server> | undefined;
   readonly serviceProfiles: Informer<ServiceProfile> | undefined;
+  readonly externalWorkloads: Informer<ExternalWorkload> | undefined;
 
   constructor(opts: ClusterStateOptions) {
     const base = { registry: opts.registry, log: opts.log, transform: stripManagedFields };
@@ -117,6 +121,11 @@ export class ClusterState {
     this.serviceProfiles = opts.watchServiceProfiles === false
       ? undefined
       : make<ServiceProfile>("serviceprofiles", Resources.serviceProfiles);
+    this.externalWorkloads = (opts.watchExternalWorkloads ?? opts.watchServers) === false
+      ? undefined
+      : make<ExternalWorkload>("externalworkloads", EXTERNAL_WORKLOADS, {
+        indexers: { namespace: (w) => [w.metadata.namespace ?? ""] },
+      });
   }
 
   all(): Informer<KubeObject>[] {
@@ -130,6 +139,7 @@ export class ClusterState {
       this.jobs,
       this.servers,
       this.serviceProfiles,
+      this.externalWorkloads,
     ].filter((x) => x !== undefined) as unknown as Informer<KubeObject>[];
   }
 
@@ -158,6 +168,8 @@ export class ClusterState {
       nodeZone: (n) => this.nodeZone(n),
       owner: (kind, ns, name) => (kind === "Job" ? this.jobs : this.replicaSets).get(ns, name),
       servers: (ns) => this.servers?.byIndex("namespace", ns) ?? [],
+      externalWorkloads: (ns) => this.externalWorkloads?.byIndex("namespace", ns) ?? [],
+      externalWorkload: (ns, name) => this.externalWorkloads?.get(ns, name),
     };
   }
 }

@@ -145,7 +145,8 @@ export class EndpointIndex {
     s.pods.onDelete(pod);
     // Rare changes that can touch any topic of a namespace (or all, for nodes).
     const inNamespace = (o: KubeObject) => this.#markNamespace(o.metadata.namespace ?? o.metadata.name ?? "");
-    for (const inf of [s.replicaSets, s.jobs, ...(s.servers ? [s.servers] : [])] as typeof s.replicaSets[]) {
+    const rare = [s.replicaSets, s.jobs, s.servers, s.externalWorkloads].filter((i) => i !== undefined);
+    for (const inf of rare as typeof s.replicaSets[]) {
       inf.onAdd(inNamespace);
       inf.onUpdate((_o, n) => inNamespace(n));
       inf.onDelete(inNamespace);

@@ -11,6 +11,12 @@ import { toTcpAddress } from "../../proto/ip.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import type { DestinationConfig } from "./config.ts";
 import type { EndpointSlice, Pod, Server, Service, SliceEndpoint } from "./k8s_types.ts";
+import type { ExternalWorkload } from "../k8s/external_workload.ts";
+import {
+  EXTERNAL_WORKLOAD_KIND,
+  externalWorkloadAddr,
+  selectedExternalWorkloadEndpoints,
+} from "./external_workload_endpoints.ts";
 import {
   isOpaqueByAnnotation,
   isOpaqueByServer,
@@ -57,6 +63,9 @@ export interface Lookups {
   nodeZone(nodeName: string): string | undefined;
   owner: OwnerLookup;
   servers(namespace: string): readonly Server[];
+  /** ExternalWorkloads of a namespace, and one by name; absent when they are not watched. */
+  externalWorkloads?(namespace: string): readonly ExternalWorkload[];
+  externalWorkload?(namespace: string, name: string): ExternalWorkload | undefined;
 }
 
 /** The slice port number that serves service port `port`, or undefined when the slice has none. */
@@ -105,6 +114,13 @@ export function computeEndpoints(
       else if (isServing(ep)) serving.push([ep, ip, target]);
     }
   }
+  if (lookups.externalWorkloads) {
+    const ews = lookups.externalWorkloads(service.metadata.namespace ?? "");
+    for (const [ep, target] of selectedExternalWorkloadEndpoints(service, port, ews, config)) {
+      if (hostname !== undefined && ep.hostname !== undefined && ep.hostname !== hostname) continue;
+      ready.push([ep, ep.addresses[0], target]);
+    }
+  }
   const chosen = ready.length > 0 ? ready : serving;
   const out: Endpoint[] = [];
   const seen = new Set<string>();
@@ -114,6 +130,23 @@ export function computeEndpoints(
     if (seen.has(key)) continue; // the same address in two slices while they are migrated
     seen.add(key);
     const ref = ep.targetRef;
+    if (ref?.kind === EXTERNAL_WORKLOAD_KIND) {
+      const ns = ref.namespace ?? service.metadata.namespace ?? "";
+      const ew = ref.name ? lookups.externalWorkload?.(ns, ref.name) : undefined;
+      // As for pods: an endpoint naming a workload not (yet) cached is served once it is.
+      if (!ew) continue;
+      const zone = ep.zone ?? ew.metadata.labels?.[ZONE_LABEL];
+      out.push({
+        key,
+        ip,
+        port: target,
+        zone,
+        forZones: ep.hints?.forZones?.length ? ep.hints.forZones.map((z) => z.name) : undefined,
+        addr: externalWorkloadAddr(ew, ip, target, zone, lookups.servers(ns), config),
+        encoded: {},
+      });
+      continue;
+    }
     let pod: Pod | undefined;
     if (ref?.kind === "Pod" && ref.name) {
       const ns = ref.namespace ?? service.metadata.namespace ?? "";

@@ -16,6 +16,8 @@ export type Service = KubeObject & {
     externalName?: string;
     ports?: ServicePort[];
     internalTrafficPolicy?: string;
+    /** Matched against ExternalWorkload labels (pods come through EndpointSlices). */
+    selector?: Record<string, string> | null;
   };
 };
 
@@ -66,7 +68,12 @@ export interface LabelSelector {
 
 /** policy.linkerd.io Server: only what decides opaque handling. */
 export type Server = KubeObject & {
-  spec?: { podSelector?: LabelSelector; port?: number | string; proxyProtocol?: string };
+  spec?: {
+    podSelector?: LabelSelector;
+    externalWorkloadSelector?: LabelSelector;
+    port?: number | string;
+    proxyProtocol?: string;
+  };
 };
 
 export interface SpRequestMatch {
