@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { inNamespace, kc, kjson, kubectl } from "../../tests/e2e/lib/kube.ts";
 import { Resources } from "../k8s/resources.ts";
 import { defaultPolicyConfig } from "./config.ts";
+import { decideCrdInstall } from "./gateway_crds.ts";
 import { inboundPolicy } from "./inbound_index.ts";
 import type { Obj } from "./resources.ts";
 import { namespace, pod, storeWith } from "./testing.ts";
@@ -145,6 +146,84 @@ Deno.test({
       const o = await asWatched(ns, Resources.serviceProfiles, `web.${ns}.svc.cluster.local`);
       assert.equal(o.apiVersion, "linkerd.io/v1alpha2");
       assert.deepEqual(o.spec.routes, routes);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "cluster: sessionPersistence is admitted on Gateway API HTTPRoute and GRPCRoute, with its constraints",
+  ignore: !Deno.env.get("KUBECONFIG"),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    for (
+      const [file, name] of [
+        ["gateway-httproute.yaml", "httproutes.gateway.networking.k8s.io"],
+        ["gateway-grpcroute.yaml", "grpcroutes.gateway.networking.k8s.io"],
+      ]
+    ) {
+      const live = await kubectl(["get", "crd", name, "-o", "json"]);
+      const d = decideCrdInstall(name, live.code === 0 ? JSON.parse(live.stdout) : undefined, ["v1"]);
+      if (d.action === "skip") {
+        console.warn(`${name}: ${d.reason}; sessionPersistence case not run`);
+        return;
+      }
+      await kc(["apply", "-f", new URL(`manifests/crds/policy/${file}`, ROOT).pathname]);
+    }
+    await kc([
+      "wait",
+      "--for=condition=Established",
+      "--timeout=60s",
+      "crd/httproutes.gateway.networking.k8s.io",
+    ]);
+    await inNamespace("crd-session", {}, async (ns) => {
+      const r = (kind: string, version: string, n: string, sp: unknown) => ({
+        apiVersion: `gateway.networking.k8s.io/${version}`,
+        kind,
+        metadata: { name: n },
+        spec: {
+          parentRefs: [{ group: "", kind: "Service", name: "web", port: 80 }],
+          rules: [{ backendRefs: [{ name: "web", port: 80 }], sessionPersistence: sp }],
+        },
+      });
+      const permanent = {
+        sessionName: "s",
+        absoluteTimeout: "1h",
+        cookieConfig: { lifetimeType: "Permanent" },
+      };
+      for (
+        const [kind, v] of [["HTTPRoute", "v1"], ["HTTPRoute", "v1beta1"], ["GRPCRoute", "v1"], [
+          "GRPCRoute",
+          "v1alpha2",
+        ]]
+      ) {
+        const n = `${kind.toLowerCase()}-${v}`;
+        assert.equal(await create(ns, r(kind, v, n, permanent)), undefined, `${kind} ${v}`);
+      }
+      assert.equal(
+        await create(ns, r("HTTPRoute", "v1", "header", { type: "Header", sessionName: "x-s" })),
+        undefined,
+      );
+      const stored = await kjson([
+        "-n",
+        ns,
+        "get",
+        "httproutes.v1.gateway.networking.k8s.io",
+        "header",
+        "-o",
+        "json",
+      ]);
+      assert.deepEqual(stored.spec.rules[0].sessionPersistence, { type: "Header", sessionName: "x-s" });
+      const noAbsolute = await create(
+        ns,
+        r("HTTPRoute", "v1", "bad", { cookieConfig: { lifetimeType: "Permanent" } }),
+      );
+      assert.match(noAbsolute ?? "", /AbsoluteTimeout must be specified/);
+      assert.match(
+        await create(ns, r("HTTPRoute", "v1", "bad2", { idleTimeout: "ten minutes" })) ?? "",
+        /idleTimeout/,
+      );
     });
   },
 });

@@ -10,6 +10,7 @@ import { rateLimitCrd } from "./ratelimit_crd.ts";
 import { egressCrds } from "./egress_crds.ts";
 import { externalWorkloadCrd } from "./external_workload_crd.ts";
 import { policyHttpRouteVersionSpecs, serverVersionSpecs } from "./version_schemas.ts";
+import { withSessionPersistence } from "./session_persistence.ts";
 
 type Schema = Record<string, unknown>;
 const str = (extra: Schema = {}): Schema => ({ type: "string", ...extra });
@@ -362,7 +363,7 @@ const crds: Crd[] = [
     singular: "httproute",
     versions: ["v1beta1", "v1"],
     storage: "v1",
-    spec: httpRouteSpec(true),
+    spec: withSessionPersistence(httpRouteSpec(true)),
     status: routeStatus,
     gateway: true,
   },
@@ -374,7 +375,7 @@ const crds: Crd[] = [
     singular: "grpcroute",
     versions: ["v1alpha2", "v1"],
     storage: "v1",
-    spec: grpcRouteSpec,
+    spec: withSessionPersistence(grpcRouteSpec),
     status: routeStatus,
     gateway: true,
   },
