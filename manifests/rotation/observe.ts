@@ -70,7 +70,11 @@ function viewOf(
     ...(anchors.length ? { anchors: anchors.sort() } : {}),
     ...(issuers.length === 1 ? { issuer: issuers[0] } : {}),
     ...(missing.length
-      ? { error: `its metrics have no ${missing.join(" and no ")} (a ${kind} without issue 21's metrics?)` }
+      ? {
+        error: `its metrics have no ${missing.join(" and no ")} (${
+          kind === "proxy" ? "a proxy" : "an identity controller"
+        } without issue 21's metrics?)`,
+      }
       : issuers.length > 1
       ? { error: `it reports ${issuers.length} issuers in ${issuerMetric}` }
       : {}),
