@@ -26,6 +26,8 @@ export interface IssuerMaterial {
   keyPem: string;
   /** Where it came from, for logs (e.g. `secret linkerd/linkerd-identity-issuer@12345`). */
   origin: string;
+  /** The CA a cert-manager Secret names in `ca.crt` (checked against the anchors, never trusted from here). */
+  caPem?: string;
 }
 
 export class TrustAnchors {
@@ -227,6 +229,11 @@ export class Issuer {
 
   get notAfter(): Date {
     return this.certificate.notAfter;
+  }
+
+  /** The issuer certificate and the intermediates between it and its anchor, issuer first. */
+  get chainCertificates(): x509.X509Certificate[] {
+    return this.chain.map((d) => new x509.X509Certificate(new Uint8Array(d)));
   }
 
   /**

@@ -27,7 +27,9 @@ export function materialFromData(
   for (const [crt, key] of KEY_PAIRS) {
     const certPem = data[crt];
     const keyPem = data[key];
-    if (certPem && keyPem) return { certPem, keyPem, origin };
+    // cert-manager also writes the CA that signed the issuer as `ca.crt`.
+    const caPem = data["ca.crt"];
+    if (certPem && keyPem) return { certPem, keyPem, origin, ...(caPem ? { caPem } : {}) };
     if (certPem || keyPem) {
       throw new IssuerSourceError(`${origin}: has "${certPem ? crt : key}" but not "${certPem ? key : crt}"`);
     }
@@ -106,7 +108,7 @@ export class DirectoryIssuerSource implements IssuerSource {
 
   async #read(): Promise<IssuerMaterial> {
     const data: Record<string, string | undefined> = {};
-    for (const pair of KEY_PAIRS) {
+    for (const pair of [...KEY_PAIRS, ["ca.crt"]]) {
       for (const name of pair) {
         data[name] = await Deno.readTextFile(`${this.dir}/${name}`).catch(() => undefined);
       }

@@ -3,7 +3,7 @@
  * environment here only, then wires the Kubernetes-backed parts (TokenReview, the issuer Secret,
  * the trust-anchor ConfigMap) into the transport-free service.
  */
-import { AuthorizationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { KubeApiSource, loadKubeConfig, Resources } from "../k8s/mod.ts";
@@ -12,6 +12,9 @@ import { type IdentityConfig, parseIdentityConfig } from "./config.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
 import { IssuerError, TrustAnchors } from "./issuer.ts";
 import { IssuerReloader } from "./issuer_reloader.ts";
+import { ConfigMapAnchorsSource, type ConfigMapObject } from "./trust_anchors_source.ts";
+import { KubeTrustRootsClient } from "./trust_roots_client.ts";
+import { TrustRootsPublisher } from "./trust_roots_publisher.ts";
 import {
   DirectoryIssuerSource,
   type IssuerSource,
@@ -32,30 +35,18 @@ function log(line: string): void {
 
 class StartupError extends Error {}
 
-async function loadAnchors(config: IdentityConfig, kc: KubeConfig): Promise<TrustAnchors> {
-  let pem: string | undefined;
-  let origin: string;
-  if (config.trustAnchorsFile) {
-    origin = `file ${config.trustAnchorsFile}`;
-    pem = await Deno.readTextFile(config.trustAnchorsFile).catch((e) => {
-      throw new StartupError(`cannot read trust anchors from ${origin}: ${e.message}`);
-    });
-  } else {
-    const { namespace, name, key } = config.trustAnchorsConfigMap;
-    origin = `configmap ${namespace}/${name} key ${key}`;
-    const cm = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name, namespace }).catch((e) => {
-      throw new StartupError(`cannot read trust anchors from ${origin}: ${e.message ?? e}`);
-    });
-    pem = cm.data?.[key];
-    if (!pem) throw new StartupError(`${origin} is empty or missing`);
-  }
+function describeAnchors(anchors: TrustAnchors): string {
+  return anchors.certs.map((c) => `"${c.subject}" until ${c.notAfter.toISOString()}`).join(", ");
+}
+
+async function loadAnchorsFile(path: string): Promise<TrustAnchors> {
+  const origin = `file ${path}`;
+  const pem = await Deno.readTextFile(path).catch((e) => {
+    throw new StartupError(`cannot read trust anchors from ${origin}: ${e.message}`);
+  });
   try {
     const anchors = TrustAnchors.parse(pem);
-    log(
-      `trust anchors from ${origin}: ${
-        anchors.certs.map((c) => `"${c.subject}" until ${c.notAfter.toISOString()}`).join(", ")
-      }`,
-    );
+    log(`trust anchors from ${origin} (read once): ${describeAnchors(anchors)}`);
     return anchors;
   } catch (e) {
     if (e instanceof IssuerError) throw new StartupError(`${origin}: ${e.message}`);
@@ -89,9 +80,69 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
   const metrics = new IdentityMetrics(registry);
   const kc = loadKubeConfig(config.kubeconfig);
   await checkTokenReviewAccess(kc);
-  const anchors = await loadAnchors(config, kc);
+  const { namespace: cmNs, name: cmName, key: cmKey } = config.trustAnchorsConfigMap;
+  const publisher = config.trustAnchorsFile ? undefined : new TrustRootsPublisher({
+    client: new KubeTrustRootsClient(kc, cmNs, cmName),
+    clock,
+    clockSkewMs: config.clockSkewMs,
+    what: `configmap ${cmNs}/${cmName}`,
+    log,
+    metrics,
+  });
+  // The anchors: from the file once, or from the ConfigMap, watched (the first bundle decides startup).
+  const live: { reloader?: IssuerReloader; anchors?: TrustAnchors } = {};
+  let resolveAnchors!: (a: TrustAnchors | string) => void;
+  const firstAnchors = new Promise<TrustAnchors | string>((r) => resolveAnchors = r);
+  let anchorsDone: Promise<unknown> = Promise.resolve();
+  if (config.trustAnchorsFile) resolveAnchors(await loadAnchorsFile(config.trustAnchorsFile));
+  else {
+    anchorsDone = new ConfigMapAnchorsSource(
+      new KubeApiSource<ConfigMapObject>(kc, {
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        namespace: cmNs,
+        fieldSelector: `metadata.name=${cmName}`,
+      }),
+      cmNs,
+      cmName,
+      cmKey,
+      log,
+    ).run({
+      onAnchors: (anchors, origin) => {
+        metrics.trustBundleReloads.inc({ result: "ok" });
+        log(`trust anchors from ${origin}: ${describeAnchors(anchors)}`);
+        live.anchors = anchors;
+        resolveAnchors(anchors);
+        void live.reloader?.setAnchors(anchors).then(() => publisher?.kick());
+      },
+      onError: (message) => {
+        metrics.trustBundleReloads.inc({ result: "error" });
+        log(`TrustAnchorsRefused: ${message}`);
+        resolveAnchors(message);
+      },
+      onConfigMap: () => publisher?.kick(),
+    }, signal).catch((e) => log(`trust anchors source stopped: ${e.message ?? e}`));
+  }
+  let anchorsTimer: ReturnType<typeof setTimeout> | undefined;
+  const anchors = await Promise.race([
+    firstAnchors,
+    new Promise<string>((r) =>
+      anchorsTimer = setTimeout(
+        () => r(`no trust anchors within ${FIRST_ISSUER_TIMEOUT_MS / 1000}s`),
+        FIRST_ISSUER_TIMEOUT_MS,
+      )
+    ),
+  ]);
+  clearTimeout(anchorsTimer);
+  if (typeof anchors === "string") throw new StartupError(anchors);
   const reloader = new IssuerReloader(anchors, clock, metrics, log);
-  metrics.observe(() => reloader.current(), () => anchors, () => clock.now());
+  live.reloader = reloader;
+  // A bundle that arrived while the reloader was being made.
+  if (live.anchors && live.anchors !== anchors) void reloader.setAnchors(live.anchors);
+  metrics.observe(reloader, () => clock.now());
+  // Publishing never blocks the reloader: the publisher only marks work and writes on its own.
+  reloader.onIssuer((issuer, info) => publisher?.setIssuer(issuer.chainCertificates, info.fingerprint));
 
   const source: IssuerSource = config.issuerDir
     ? new DirectoryIssuerSource(config.issuerDir)
@@ -173,7 +224,8 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
   await new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true }));
   validator.close();
   await grpcServer.close();
-  await Promise.all([admin.finished, sourceDone]);
+  publisher?.stop();
+  await Promise.all([admin.finished, sourceDone, anchorsDone]);
 }
 
 export async function main(args: string[]): Promise<void> {

@@ -1,6 +1,16 @@
 /** The identity controller's metrics, on the prom-client Registry served at the admin `/metrics`. */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Issuer, TrustAnchors } from "./issuer.ts";
+import type { CertInfo } from "./cert_info.ts";
+import type { Issuer } from "./issuer.ts";
+
+/** What the scraped gauges read: the issuer reloader, in practice. */
+export interface IdentityState {
+  current(): Issuer | undefined;
+  currentInfo(): CertInfo | undefined;
+  anchorInfos(): CertInfo[];
+  issuerTrusted(): boolean | undefined;
+  caTrusted(): boolean | undefined;
+}
 
 /** A gauge whose value is read when scraped. */
 class SampledGauge {
@@ -31,8 +41,9 @@ export class IdentityMetrics {
   readonly tokenReviewsCoalesced: Counter;
   readonly tokenReviewDuration: Histogram;
   readonly tokenReviewQueue: SampledGauge;
-  #issuer: () => Issuer | undefined = () => undefined;
-  #anchors: () => TrustAnchors | undefined = () => undefined;
+  readonly trustRootsWrites: Counter<"result">;
+  readonly trustBundleReloads: Counter<"result">;
+  #state: IdentityState | undefined;
   #now: () => number = Date.now;
 
   constructor(registry: Registry) {
@@ -83,9 +94,77 @@ export class IdentityMetrics {
       "identity_token_review_waiting",
       "TokenReviews waiting for the rate limit.",
     );
-    const currentIssuer = () => this.#issuer();
-    const currentAnchors = () => this.#anchors() ?? this.#issuer()?.anchors;
+    this.trustRootsWrites = new Counter({
+      name: "weft_identity_trust_roots_writes_total",
+      help: "Writes of weft-issuers.crt / weft-renew-before to the trust-roots ConfigMap, by result " +
+        "(error: retried with backoff).",
+      labelNames: ["result"],
+      registers,
+    });
+    this.trustBundleReloads = new Counter({
+      name: "weft_identity_trust_bundle_reloads_total",
+      help: "Trust anchor bundles read from the ConfigMap, by result (error: refused, the previous stays).",
+      labelNames: ["result"],
+      registers,
+    });
+    const state = () => this.#state;
+    const currentIssuer = () => this.#state?.current();
     const now = () => this.#now();
+    const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+    new Gauge({
+      name: "identity_cert_expiration_timestamp_seconds",
+      help: "When the issuer certificate identity signs with expires (Unix seconds), as Linkerd's identity.",
+      registers,
+      collect() {
+        const issuer = currentIssuer();
+        if (issuer) this.set(unix(issuer.notAfter));
+      },
+    });
+    new Gauge({
+      name: "weft_identity_trust_anchor_expiration_timestamp_seconds",
+      help: "Each trust anchor identity verifies issuers against, by SHA-256 of its DER: when it expires.",
+      labelNames: ["fingerprint_sha256", "subject"],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of state()?.anchorInfos() ?? []) {
+          this.set({ fingerprint_sha256: a.fingerprint, subject: a.subject }, unix(a.notAfter));
+        }
+      },
+    });
+    new Gauge({
+      name: "weft_identity_issuer_info",
+      help: "The issuer identity signs with now (value 1).",
+      labelNames: ["fingerprint_sha256", "subject"],
+      registers,
+      collect() {
+        this.reset();
+        const i = state()?.currentInfo();
+        if (i) this.set({ fingerprint_sha256: i.fingerprint, subject: i.subject }, 1);
+      },
+    });
+    new Gauge({
+      name: "weft_identity_issuer_trusted",
+      help:
+        "1 when the current issuer chains to the current trust anchors, 0 when an anchor change broke that.",
+      registers,
+      collect() {
+        this.reset();
+        const t = state()?.issuerTrusted();
+        if (t !== undefined) this.set(t ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "weft_identity_issuer_secret_ca_trusted",
+      help: "1 when the issuer Secret's ca.crt (cert-manager) is in the trust anchor bundle, 0 when not; " +
+        "absent when the Secret has no ca.crt.",
+      registers,
+      collect() {
+        this.reset();
+        const t = state()?.caTrusted();
+        if (t !== undefined) this.set(t ? 1 : 0);
+      },
+    });
     new Gauge({
       name: "issuer_cert_ttl_seconds",
       help: "Seconds until the issuer certificate expires (negative once expired).",
@@ -101,10 +180,8 @@ export class IdentityMetrics {
       labelNames: ["subject", "serial"],
       registers,
       collect() {
-        const anchors = currentAnchors();
         this.reset();
-        if (!anchors) return;
-        for (const a of anchors.certs) {
+        for (const { cert: a } of state()?.anchorInfos() ?? []) {
           this.set(
             { subject: a.subject, serial: a.serialNumber },
             (a.notAfter.getTime() - now()) / 1000,
@@ -114,14 +191,9 @@ export class IdentityMetrics {
     });
   }
 
-  /** Where the TTL gauges read the current issuer, the anchors and the time. */
-  observe(
-    current: () => Issuer | undefined,
-    anchors: () => TrustAnchors | undefined,
-    now: () => number,
-  ): void {
-    this.#issuer = current;
-    this.#anchors = anchors;
+  /** Where the certificate gauges read the issuer, the anchors and the time. */
+  observe(state: IdentityState, now: () => number): void {
+    this.#state = state;
     this.#now = now;
   }
 }
