@@ -7,11 +7,14 @@
 import type { Registry } from "./metrics/registry.ts";
 import type { ProxyConfig } from "./config/config.ts";
 import type { CertStore } from "./core/cert_store.ts";
+import type { TrustStore } from "./core/trust_store.ts";
 import type { Log } from "./core/log.ts";
 
 export interface IdentityStartOptions {
   config: ProxyConfig;
   store: CertStore;
+  /** The live trust bundle the TLS layer verifies peers against (the starter keeps it current). */
+  trust: TrustStore;
   registry: Registry;
   log: Log;
   signal: AbortSignal;

@@ -10,12 +10,15 @@ import { resolveProxyConfig } from "./config/config.ts";
 import { ConfigError } from "./config/parse.ts";
 import type { IdentityStarter } from "./identity_seam.ts";
 import { PROXY_IDENTITY_DEFAULTS, ProxyIdentity } from "./identity/mod.ts";
+import { TrustMetrics } from "./identity/metrics.ts";
+import { TrustRootsWatch } from "./identity/trust_roots_watch.ts";
 import { makeLog } from "./core/log.ts";
 import { runProxy } from "./run.ts";
 import { LinuxOrigDst } from "./transport/orig_dst.ts";
 
 /** Identity.Certify with renewal, from proxy/identity/. */
-export const IDENTITY_CLIENT: IdentityStarter = ({ config, store, registry, log, signal }) => {
+export const IDENTITY_CLIENT: IdentityStarter = async ({ config, store, trust, registry, log, signal }) => {
+  const trustMetrics = new TrustMetrics(registry, trust, store);
   const svc = config.identitySvc.addr;
   const identity = new ProxyIdentity({
     localName: config.identity.localName,
@@ -27,9 +30,20 @@ export const IDENTITY_CLIENT: IdentityStarter = ({ config, store, registry, log,
     maxRefreshMs: config.identity.maxRefreshMs,
     backoff: config.controlBackoff,
     certifyTimeoutMs: PROXY_IDENTITY_DEFAULTS.certifyTimeoutMs,
-  }, { store, registry, log: (line) => log("info", `identity: ${line}`) });
+  }, { store, trust, registry, log: (line) => log("info", `identity: ${line}`) });
+  const dir = config.identity.trustRootsDir;
+  if (dir !== undefined) {
+    const watch = new TrustRootsWatch(dir, {
+      trust,
+      reloads: trustMetrics.reloads,
+      onRenewBefore: (at) => identity.renewIfIssuedBefore(at),
+      log: (level, line) => log(level, `identity: ${line}`),
+    });
+    // Read before the first Certify, so the leaf is checked against the mounted bundle.
+    await watch.reload().catch((e) => log("warn", `identity: trust roots: ${(e as Error).message}`));
+    watch.run(signal).catch((e) => log("error", `trust roots watch stopped: ${(e as Error).message}`));
+  }
   identity.run(signal).catch((e) => log("error", `identity client stopped: ${(e as Error).message}`));
-  return Promise.resolve();
 };
 
 export async function main(_args: string[], identity: IdentityStarter = IDENTITY_CLIENT): Promise<void> {

@@ -8,6 +8,7 @@ import { Registry } from "./metrics/registry.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./core/cert_store.ts";
+import { buildTrustBundle, TrustStore } from "./core/trust_store.ts";
 import type { IdentityStarter } from "./identity_seam.ts";
 import type { Log } from "./core/log.ts";
 import { serveProxyAdmin } from "./admin/admin.ts";
@@ -34,6 +35,7 @@ export interface ProxyDeps {
 
 export interface RunningProxy {
   store: CertStore;
+  trust: TrustStore;
   registry: Registry;
   adminAddr: Deno.NetAddr;
   /** Resolves when the data-plane listeners are up (after identity is certified). */
@@ -47,14 +49,17 @@ export interface RunningProxy {
 export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
   const { log } = deps;
   const store = deps.store ?? new CertStore();
+  // The configured anchors until the identity starter reads the trust-roots directory (if any).
+  const trust = new TrustStore(buildTrustBundle(config.identity.trustAnchorsPem).bundle);
   const registry = new Registry();
   const metrics = new TcpMetrics(registry);
   const httpMetrics = new HttpMetrics(registry);
   const abort = new AbortController();
   const tracker = new ConnTracker();
-  const tls = new MeshTls(store);
+  const tls = new MeshTls(store, trust);
   const discovery = new Discovery({
     store,
+    trust,
     destination: config.destination,
     policy: config.policy,
     workload: config.policyWorkload,
@@ -93,7 +98,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     eager.push(discovery.inbound.subscribe(p));
   }
 
-  deps.identity({ config, store, registry, log, signal: abort.signal }).catch((e) =>
+  deps.identity({ config, store, trust, registry, log, signal: abort.signal }).catch((e) =>
     log("error", `identity client failed to start: ${(e as Error).message}`)
   );
 
@@ -205,5 +210,5 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     return stopping;
   }
 
-  return { store, registry, adminAddr: admin.addr, serving, shutdown, finished };
+  return { store, trust, registry, adminAddr: admin.addr, serving, shutdown, finished };
 }

@@ -4,6 +4,7 @@
  */
 import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy, ProxyEnv } from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
+import { TRUST_ROOTS_DIR_ENV } from "../../proto/trust_roots.ts";
 import { X509Certificate } from "node:crypto";
 import {
   type Cidr,
@@ -48,6 +49,8 @@ export interface ProxyConfig {
   identity: {
     localName: string;
     trustAnchorsPem: string;
+    /** The mounted trust-roots ConfigMap to watch (issue 21), when the injector set it. */
+    trustRootsDir?: string;
     dir: string;
     tokenFile: string;
     minRefreshMs: number;
@@ -200,6 +203,7 @@ export function resolveProxyConfig(env: Env): ProxyConfig {
     identity: {
       localName,
       trustAnchorsPem: checkTrustAnchors(E.identityTrustAnchors, required(env, E.identityTrustAnchors)),
+      trustRootsDir: optional(env, TRUST_ROOTS_DIR_ENV),
       dir: required(env, E.identityDir),
       tokenFile: required(env, E.identityTokenFile),
       minRefreshMs: duration(env, E.identityMinRefresh, 10_000),

@@ -70,9 +70,6 @@ export function buildTrustBundle(
 ): { bundle: TrustBundle; ignored: string[] } {
   const anchors = parseAll(anchorsPem, "trust anchors");
   if (anchors.length === 0) throw new TrustBundleError("trust anchors: no PEM certificate in the bundle");
-  for (const a of anchors) {
-    if (!a.ca) throw new TrustBundleError(`trust anchors: "${commonName(a)}" is not a CA certificate`);
-  }
   const ignored: string[] = [];
   const issuers: X509Certificate[] = [];
   const kept: string[] = [];

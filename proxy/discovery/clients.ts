@@ -18,6 +18,7 @@ import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../core/cert_store.ts";
+import type { TrustStore } from "../core/trust_store.ts";
 import { Registry } from "../metrics/registry.ts";
 import {
   compileServer,
@@ -40,6 +41,8 @@ const OUTBOUND_NO_RETRY = new Set([S.INVALID_ARGUMENT, S.FAILED_PRECONDITION, S.
 
 export interface DiscoveryOptions {
   store: CertStore;
+  /** The live trust bundle the control-plane connections verify against (issue 21). */
+  trust?: TrustStore;
   destination: ControlService;
   policy: ControlService;
   workload: string;
@@ -165,8 +168,8 @@ export class Discovery {
 
   constructor(o: DiscoveryOptions) {
     // One channel per service: inbound and outbound policy watches share the policy connections.
-    const policy = controlChannel(o.policy, o.store, o.backoff, { log: o.log });
-    const dst = controlChannel(o.destination, o.store, o.backoff, { log: o.log });
+    const policy = controlChannel(o.policy, o.store, o.backoff, { log: o.log, trust: o.trust });
+    const dst = controlChannel(o.destination, o.store, o.backoff, { log: o.log, trust: o.trust });
     this.#channels.push(policy.channel, dst.channel);
     const policyMetrics = new InboundPolicyMetrics(o.registry ?? new Registry());
     const clock = o.clock ?? preciseClock;

@@ -14,6 +14,7 @@ import { untilAborted } from "../grpc/abortable.ts";
 import { dnsResolve, type Endpoint, type Resolve } from "../grpc/resolve.ts";
 import { connectTcp } from "../transport/connect.ts";
 import { type ConnectedTls, MeshTls } from "../transport/tls.ts";
+import type { TrustStore } from "../core/trust_store.ts";
 import type { StreamEnd } from "./shared_watch.ts";
 
 export function controlTarget(svc: ControlService): string {
@@ -28,6 +29,8 @@ export interface ControlChannelDeps {
   /** Replaces DNS (tests: several controller replicas on one loopback). */
   resolve?: Resolve;
   log?: Log;
+  /** The live trust bundle; without it, the anchors the certificate was issued with. */
+  trust?: TrustStore;
 }
 
 /**
@@ -49,7 +52,7 @@ export function controlChannel(
   if (svc.plaintext || serverName === undefined) {
     connect = (ep) => connectTcp(ep.host, ep.port, CONNECT_TIMEOUT_MS);
   } else {
-    const tls = new MeshTls(store);
+    const tls = new MeshTls(store, deps.trust);
     ready = (signal) => untilAborted(store.ready, signal);
     connect = (ep, signal) =>
       untilAborted(

@@ -43,7 +43,8 @@ export interface CertifyClient {
 }
 
 export function createCertifyClient(
-  opts: { svcAddr: string; svcName?: string; trustAnchorsPem: string },
+  /** `trustAnchorsPem` is read per connection when a function (the live trust bundle). */
+  opts: { svcAddr: string; svcName?: string; trustAnchorsPem: string | (() => string) },
 ): CertifyClient {
   const loopback = isLoopbackAddr(opts.svcAddr);
   const name = opts.svcName;
@@ -59,14 +60,17 @@ export function createCertifyClient(
       ? (ep) => connectTcp(ep.host, ep.port, CONNECT_TIMEOUT_MS)
       : (ep, signal) =>
         untilAborted(
-          connectServerAuthTls(opts.trustAnchorsPem, {
-            host: ep.host,
-            port: ep.port,
-            serverName: name!,
-            expectedIdentity: name!,
-            alpn: ["h2"],
-            timeoutMs: CONNECT_TIMEOUT_MS,
-          }),
+          connectServerAuthTls(
+            typeof opts.trustAnchorsPem === "string" ? opts.trustAnchorsPem : opts.trustAnchorsPem(),
+            {
+              host: ep.host,
+              port: ep.port,
+              serverName: name!,
+              expectedIdentity: name!,
+              alpn: ["h2"],
+              timeoutMs: CONNECT_TIMEOUT_MS,
+            },
+          ),
           signal,
           (c) => c.socket.destroy(),
         ).then((c) => c.socket),

@@ -12,7 +12,8 @@ import type { ProxyIdentityConfig } from "./config.ts";
 import { generateLocalKey, type LocalKey } from "./key_and_csr.ts";
 import { ProxyIdentityMetrics } from "./metrics.ts";
 import { parseCertificateBundle, type ParsedCertificate } from "./cert_parse.ts";
-import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
+import { backoffDelayMs, earlyRenewalDelayMs, mustRenewEarly, refreshDelayMs } from "./refresh_schedule.ts";
+import type { TrustBundle, TrustStore } from "../core/trust_store.ts";
 import { verifyCertifyResponse } from "./verify_response.ts";
 
 /** Longest wait between attempts before the first certificate. */
@@ -26,10 +27,22 @@ export interface ProxyIdentityDeps {
   log?: (line: string) => void;
   /** Replaces the gRPC client (tests of failure handling). */
   client?: CertifyClient;
+  /**
+   * The live trust bundle (issue 21): a new leaf must chain to its anchors at the time of the
+   * Certify, and the identity service's certificate is checked against them. Without it, the
+   * configured anchors for the process's life.
+   */
+  trust?: TrustStore;
 }
 
 export class ProxyIdentity {
-  readonly #anchors: ParsedCertificate[];
+  readonly #configAnchors: ParsedCertificate[];
+  #anchorsFor: TrustBundle | undefined;
+  #anchors: ParsedCertificate[] = [];
+  /** The current leaf's notBefore and when this proxy fetched it (clock time). */
+  #leaf: { notBefore: number; fetchedAt: number } | undefined;
+  /** Wakes the run loop's sleep when the next refresh moves earlier. */
+  #wake: (() => void) | undefined;
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #log: (line: string) => void;
@@ -42,20 +55,57 @@ export class ProxyIdentity {
   lastError: string | undefined;
 
   constructor(readonly config: ProxyIdentityConfig, private readonly deps: ProxyIdentityDeps) {
-    this.#anchors = parseCertificateBundle(config.trustAnchorsPem, "trust anchors");
+    this.#configAnchors = parseCertificateBundle(config.trustAnchorsPem, "trust anchors");
     this.#clock = deps.clock ?? systemClock;
     this.#random = deps.random ?? Math.random;
     this.#log = deps.log ?? ((l) => console.log(`identity: ${l}`));
     this.#metrics = deps.registry ? new ProxyIdentityMetrics(deps.registry) : undefined;
-    this.#client = deps.client ?? createCertifyClient(config);
+    this.#client = deps.client ??
+      createCertifyClient({ ...config, trustAnchorsPem: () => this.#anchorsPem() });
+  }
+
+  #anchorsPem(): string {
+    return this.deps.trust?.current().anchorsPem ?? this.config.trustAnchorsPem;
+  }
+
+  /** The anchors a new leaf must chain to now, parsed once per bundle. */
+  #currentAnchors(): ParsedCertificate[] {
+    const b = this.deps.trust?.current();
+    if (b === undefined) return this.#configAnchors;
+    if (this.#anchorsFor !== b) {
+      this.#anchors = parseCertificateBundle(b.anchorsPem, "trust anchors");
+      this.#anchorsFor = b;
+    }
+    return this.#anchors;
+  }
+
+  /**
+   * `weft-renew-before` changed: when the current leaf was issued before `at`, renew after a random
+   * 0–30 s instead of at the usual point. Returns the delay chosen, or undefined when not needed.
+   */
+  renewIfIssuedBefore(at: Date): number | undefined {
+    const leaf = this.#leaf;
+    if (leaf === undefined || !mustRenewEarly(leaf, at.getTime())) return undefined;
+    const now = this.#clock.now();
+    const delay = earlyRenewalDelayMs(this.#random);
+    if (this.nextRefreshAt !== undefined && this.nextRefreshAt <= now + delay) return undefined;
+    this.nextRefreshAt = now + delay;
+    this.#log(`renewing within ${Math.round(delay / 1000)}s: the leaf was issued before ${at.toISOString()}`);
+    this.#wake?.();
+    return delay;
   }
 
   /** Runs until `signal` aborts, then closes the client. */
   async run(signal: AbortSignal): Promise<void> {
     try {
       while (!signal.aborted) {
-        const delay = await this.refreshOnce();
-        await this.#sleep(delay, signal);
+        await this.refreshOnce();
+        // Sleep until nextRefreshAt, which an early renewal may move closer meanwhile.
+        while (!signal.aborted) {
+          const left = (this.nextRefreshAt ?? 0) - this.#clock.now();
+          if (left <= 0) break;
+          await this.#sleep(left, signal);
+        }
       }
     } finally {
       this.close();
@@ -84,16 +134,17 @@ export class ProxyIdentity {
       const accepted = verifyCertifyResponse(res, {
         localName: this.config.localName,
         spki: key.spki,
-        anchors: this.#anchors,
+        anchors: this.#currentAnchors(),
         now,
       });
       this.deps.store.set({
         localName: this.config.localName,
         keyPem: key.keyPem,
         certChainPem: accepted.certChainPem,
-        trustAnchorsPem: this.config.trustAnchorsPem,
+        trustAnchorsPem: this.#anchorsPem(),
         expiresAt: accepted.expiresAt,
       });
+      this.#leaf = { notBefore: accepted.leaf.notBefore.getTime(), fetchedAt: now };
       this.#metrics?.refreshes.inc({ result: "success" });
       this.#metrics?.expiration.set(accepted.expiresAt.getTime() / 1000);
       this.#failures = 0;
@@ -140,10 +191,16 @@ export class ProxyIdentity {
         cancel();
         resolve();
       };
-      const cancel = this.#clock.after(ms, () => {
+      const done = () => {
+        this.#wake = undefined;
         signal.removeEventListener("abort", onAbort);
         resolve();
-      });
+      };
+      const cancel = this.#clock.after(ms, done);
+      this.#wake = () => {
+        cancel();
+        done();
+      };
       signal.addEventListener("abort", onAbort, { once: true });
     });
   }

@@ -28,3 +28,20 @@ export function backoffDelayMs(
   const jittered = base * (1 + backoff.jitter * (2 * random() - 1));
   return Math.round(Math.min(backoff.maxMs, Math.max(backoff.minMs, jittered)));
 }
+
+/** Upper bound of the random delay before an early renewal asked for by `weft-renew-before`. */
+export const EARLY_RENEWAL_SPREAD_MS = 30_000;
+
+/**
+ * Whether a leaf must renew early: it was issued (notBefore) before `renewBefore` and this proxy
+ * fetched it before that time too. The second condition stops a loop: identity backdates notBefore
+ * by its clock-skew allowance, so a leaf fetched just after `renewBefore` can still start before it.
+ */
+export function mustRenewEarly(leaf: { notBefore: number; fetchedAt: number }, renewBefore: number): boolean {
+  return leaf.notBefore < renewBefore && leaf.fetchedAt < renewBefore;
+}
+
+/** The random delay of an early renewal, in [0, 30 s), so a whole mesh does not renew at once. */
+export function earlyRenewalDelayMs(random: () => number = Math.random): number {
+  return Math.floor(random() * EARLY_RENEWAL_SPREAD_MS);
+}

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { backoffDelayMs, refreshDelayMs } from "./refresh_schedule.ts";
+import { backoffDelayMs, earlyRenewalDelayMs, mustRenewEarly, refreshDelayMs } from "./refresh_schedule.ts";
 
 const bounds = { minRefreshMs: 10_000, maxRefreshMs: 86_400_000 };
 const H = 3_600_000;
@@ -25,4 +25,18 @@ Deno.test("failure backoff doubles from min to max with jitter", () => {
   assert.equal(backoffDelayMs(20, b, () => 1), 60_000, "never above max");
   assert.equal(backoffDelayMs(3, b, () => 0), 360);
   assert.equal(backoffDelayMs(1000, b, () => 0.5), 60_000, "no overflow for long outages");
+});
+
+Deno.test("refresh_schedule: early renewal only for a leaf issued and fetched before the renew-before time", () => {
+  const t = Date.parse("2026-12-04T05:00:00Z");
+  assert.equal(mustRenewEarly({ notBefore: t - 60_000, fetchedAt: t - 40_000 }, t), true);
+  assert.equal(mustRenewEarly({ notBefore: t + 1_000, fetchedAt: t + 21_000 }, t), false);
+  // Identity backdates notBefore by its skew allowance: a leaf fetched after the time is not renewed again.
+  assert.equal(mustRenewEarly({ notBefore: t - 15_000, fetchedAt: t + 5_000 }, t), false);
+});
+
+Deno.test("refresh_schedule: the early renewal delay spreads over [0, 30 s)", () => {
+  assert.equal(earlyRenewalDelayMs(() => 0), 0);
+  assert.equal(earlyRenewalDelayMs(() => 0.5), 15_000);
+  assert.equal(earlyRenewalDelayMs(() => 0.999999), 29_999);
 });
