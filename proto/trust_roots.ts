@@ -25,3 +25,16 @@ export const TRUST_ROOTS_DIR_ENV = "WEFT_PROXY_IDENTITY_TRUST_ROOTS_DIR";
 
 /** The volume's name in the pod spec. */
 export const TRUST_ROOTS_VOLUME = "weft-identity-trust-roots";
+
+/**
+ * A pod can only mount ConfigMaps of its own namespace, so the injector keeps a copy of the
+ * trust-roots ConfigMap, under this name, in each namespace outside the control plane's where it
+ * injected a proxy (control/injector/trust_roots_copy.ts). The label marks the copies.
+ */
+export const TRUST_ROOTS_COPY_CONFIGMAP = "weft-identity-trust-roots";
+export const TRUST_ROOTS_COPY_LABEL = "weft.io/trust-roots-copy";
+
+/** The trust-roots ConfigMap a pod of `namespace` mounts. */
+export function trustRootsConfigMapFor(namespace: string | undefined, controlPlaneNamespace: string): string {
+  return namespace === controlPlaneNamespace ? TRUST_ROOTS_CONFIGMAP : TRUST_ROOTS_COPY_CONFIGMAP;
+}

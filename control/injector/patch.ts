@@ -11,6 +11,12 @@ import { INIT_CONTAINER, type NamespaceLike, PROXY_CONTAINER } from "./decision.
 import { type OverrideProblem, type Overrides, parseOverrides } from "./overrides.ts";
 import { formatPortRanges, portInRanges, type PortRange } from "../../proto/port_list.ts";
 import { initIpv6Args, proxyListenAddrs } from "../../proto/ip_families.ts";
+import {
+  TRUST_ROOTS_DIR_ENV,
+  TRUST_ROOTS_MOUNT_PATH,
+  TRUST_ROOTS_VOLUME,
+  trustRootsConfigMapFor,
+} from "../../proto/trust_roots.ts";
 
 export type JsonPatchOp = { op: "add" | "replace"; path: string; value: unknown };
 
@@ -179,6 +185,8 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.identityDir, value: IDENTITY_DIR },
     { name: ProxyEnv.identityTokenFile, value: TOKEN_FILE },
     { name: ProxyEnv.identityTrustAnchors, value: cfg.trustAnchorsPem },
+    // The live bundle (issue 21): the anchors above are only where the proxy starts from.
+    { name: TRUST_ROOTS_DIR_ENV, value: TRUST_ROOTS_MOUNT_PATH },
     {
       name: ProxyEnv.identityLocalName,
       value: `$(_pod_sa).$(_pod_ns).serviceaccount.identity.${cfg.controlPlaneNamespace}.${cfg.trustDomain}`,
@@ -211,6 +219,7 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     volumeMounts: [
       { name: VOL_END_ENTITY, mountPath: IDENTITY_DIR },
       { name: VOL_TOKEN, mountPath: TOKEN_DIR, readOnly: true },
+      { name: TRUST_ROOTS_VOLUME, mountPath: TRUST_ROOTS_MOUNT_PATH, readOnly: true },
     ],
   };
   if (e.native) {
@@ -367,6 +376,18 @@ export async function buildPatch(
             path: "linkerd-identity-token",
           },
         }],
+      },
+    },
+    {
+      name: TRUST_ROOTS_VOLUME,
+      // Optional: until the injector's copy exists the proxy runs on the anchors in its environment,
+      // and the kubelet fills the volume once it appears.
+      configMap: {
+        name: trustRootsConfigMapFor(
+          pod.metadata?.namespace || ns?.metadata?.name,
+          cfg.controlPlaneNamespace,
+        ),
+        optional: true,
       },
     },
   ];

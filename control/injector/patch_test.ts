@@ -56,6 +56,25 @@ Deno.test("native-sidecar patch for a Deployment pod matches its golden file and
   assert.equal(out.metadata!.annotations!["config.linkerd.io/opaque-ports"], "6379");
   const token = out.spec!.volumes!.find((v) => v.name === "linkerd-identity-token");
   assert.equal(token?.projected?.sources?.[0].serviceAccountToken?.audience, "identity.l5d.io");
+  // The live trust bundle (issue 21): the namespace's copy of the trust-roots ConfigMap, read-only.
+  assert.equal(env(proxy, "WEFT_PROXY_IDENTITY_TRUST_ROOTS_DIR"), "/var/run/weft/identity/trust-roots");
+  const roots = out.spec!.volumes!.find((v) => v.name === "weft-identity-trust-roots");
+  assert.deepEqual(roots?.configMap, { name: "weft-identity-trust-roots", optional: true });
+  assert.deepEqual(proxy.volumeMounts?.find((m) => m.name === "weft-identity-trust-roots"), {
+    name: "weft-identity-trust-roots",
+    mountPath: "/var/run/weft/identity/trust-roots",
+    readOnly: true,
+  });
+});
+
+Deno.test("a pod in the control plane's namespace mounts the trust-roots ConfigMap itself, not a copy", async () => {
+  const pod = await readPod("web");
+  const res = await buildPatch({ ...pod, metadata: { ...pod.metadata, namespace: "weft" } }, ns("weft"), cfg);
+  assert.ok(res.ok);
+  if (!res.ok) return;
+  const out = applyPatch(pod, res.patch);
+  const roots = out.spec!.volumes!.find((v) => v.name === "weft-identity-trust-roots");
+  assert.deepEqual(roots?.configMap, { name: "linkerd-identity-trust-roots", optional: true });
 });
 
 Deno.test("classic-mode patch for a Job pod with overrides matches its golden file", async () => {
@@ -88,6 +107,7 @@ Deno.test("classic-mode patch for a Job pod with overrides matches its golden fi
     "linkerd-proxy-init-xtables-lock",
     "linkerd-identity-end-entity",
     "linkerd-identity-token",
+    "weft-identity-trust-roots",
   ]);
 });
 
