@@ -57,6 +57,18 @@ function reader<T>(call: grpc.ClientReadableStream<T>): Stream<T> {
   };
 }
 
+/** A Destination client of a server elsewhere (a deployed destination pod), for cluster tests. */
+export function dialDestination(address: string): {
+  get(path: string, contextToken?: string): Stream<Update>;
+  close(): void;
+} {
+  const client = new DestinationClient(address, grpc.credentials.createInsecure());
+  return {
+    get: (path, contextToken = "") => reader(client.get({ scheme: "", path, contextToken })),
+    close: () => client.close(),
+  };
+}
+
 export class Fixture {
   readonly fakes = new Map<string, FakeEventSource<KubeObject>>();
   readonly registry = new Registry();

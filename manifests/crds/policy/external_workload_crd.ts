@@ -7,7 +7,8 @@
  *
  * Linkerd validates ExternalWorkloads by schema only (its admission webhook does not take them),
  * so the schema is all weft checks: meshTLS identity and serverName required (1..253 chars),
- * ports 1..65535, the IP count above.
+ * ports 1..65535, the IP count above. One deliberate difference, below: each version also names
+ * the other's TLS field, so an object written at v1alpha1 keeps its identity in storage.
  */
 
 type Schema = Record<string, unknown>;
@@ -64,14 +65,24 @@ const condition = obj({
   lastTransitionTime: str({ format: "date-time" }),
 }, { required: ["type", "status"] });
 
+// The other version's spelling, unchecked. Without a conversion webhook the API server stores a
+// v1alpha1 object as v1beta1 by renaming its apiVersion and dropping fields the v1beta1 schema does
+// not name, so with Linkerd's schemas a workload written as v1alpha1 loses `meshTls` (its identity)
+// on the way to storage. Naming it here keeps it; the controllers read either spelling.
+const otherSpelling = obj({ identity: str(), serverName: str() }, {
+  description: "The TLS settings under the other version's field name, kept so no version loses them.",
+});
+
 function versionSchema(v: ExternalWorkloadVersion): Schema {
   const tls = MESH_TLS_FIELD[v];
+  const other = MESH_TLS_FIELD[v === "v1alpha1" ? "v1beta1" : "v1alpha1"];
   return obj({
     apiVersion: str(),
     kind: str(),
     metadata: { type: "object" },
     spec: obj({
       [tls]: meshTls,
+      [other]: otherSpelling,
       ports: arr(port, { description: "The ports the workload exposes." }),
       workloadIPs: arr(obj({ ip: str() }), {
         maxItems: MAX_WORKLOAD_IPS[v],
