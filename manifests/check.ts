@@ -14,6 +14,8 @@
  *   data plane     every proxy of an injected pod is ready; pods in injected namespaces without one
  *                  (created while the injector was down) are a warning, and so are pods stuck
  *                  Terminating past their grace period (with the latest Warning event as the reason)
+ *   rotation       anchors and issuer against their thresholds; per meshed pod, the anchors its proxy
+ *                  trusts and the issuer of its leaf, a warning when behind the trust-roots ConfigMap
  */
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
 import type { Kube } from "./kube.ts";
@@ -29,17 +31,26 @@ import {
 } from "./check/data_plane.ts";
 import type { Obj } from "./check/objects.ts";
 import { type CheckContext, type CheckResult, guarded } from "./check/result.ts";
+import { checkRotation, DEFAULT_ANCHOR_THRESHOLD_MS, DEFAULT_ISSUER_THRESHOLD_MS } from "./check/rotation.ts";
 import { checkInjector, checkPolicyValidator, checkServiceProfileValidator } from "./check/webhooks.ts";
 
 export interface CheckOptions {
   kube: Kube;
   thresholdMs: number;
+  anchorThresholdMs?: number;
+  issuerThresholdMs?: number;
   /** Called with each result as it is known. */
   onResult?: (r: CheckResult) => void;
 }
 
 export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
-  const ctx: CheckContext = { kube: o.kube, thresholdMs: o.thresholdMs, now: Date.now() };
+  const ctx: CheckContext = {
+    kube: o.kube,
+    thresholdMs: o.thresholdMs,
+    anchorThresholdMs: o.anchorThresholdMs ?? DEFAULT_ANCHOR_THRESHOLD_MS,
+    issuerThresholdMs: o.issuerThresholdMs ?? DEFAULT_ISSUER_THRESHOLD_MS,
+    now: Date.now(),
+  };
   const results: CheckResult[] = [];
   const add = (r: CheckResult) => {
     results.push(r);
@@ -78,5 +89,16 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
   add(await guarded("data plane", "proxies", () => checkProxies(ctx)));
   add(await guarded("data plane", "terminating pods", () => checkTerminatingPods(ctx)));
   add(await guarded("data plane", "injected namespaces", () => checkInjectedNamespaces(ctx, injected)));
+
+  try {
+    for (
+      const r of await checkRotation(ctx, {
+        anchorMs: ctx.anchorThresholdMs!,
+        issuerMs: ctx.issuerThresholdMs!,
+      })
+    ) add(r);
+  } catch (e) {
+    add({ group: "rotation", name: "state", outcome: "fail", detail: (e as Error).message });
+  }
   return results;
 }

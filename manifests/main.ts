@@ -49,7 +49,9 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
 check      health of the control plane, webhooks, certificates and proxies; exit 1 on a failure
-  --kubeconfig=PATH --threshold=1440h   (a certificate expiring within the threshold fails)
+  --kubeconfig=PATH --threshold=1440h   (a webhook certificate expiring within the threshold fails)
+  --anchor-threshold=720h --issuer-threshold=168h
+                                 (a trust anchor / the identity issuer expiring within it fails)
 render     print the rendered control plane as YAML (throwaway certificates, Secrets redacted)
   --image=REF --image-pull-policy=... --native-sidecar=true|false`;
 
@@ -67,6 +69,8 @@ export interface ParsedArgs {
   certsDir?: string;
   timeoutMs: number;
   thresholdMs: number;
+  anchorThresholdMs: number;
+  issuerThresholdMs: number;
   keepCrds: boolean;
   nativeSidecars: boolean;
 }
@@ -86,7 +90,7 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "timeout",
   ],
   undeploy: ["kubeconfig", "keep-crds", "timeout"],
-  check: ["kubeconfig", "threshold"],
+  check: ["kubeconfig", "threshold", "anchor-threshold", "issuer-threshold"],
   render: ["image", "image-pull-policy", "native-sidecar"],
 };
 const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind"]);
@@ -150,6 +154,8 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     certsDir: str("certs-dir"),
     timeoutMs: duration("timeout", "5m"),
     thresholdMs: duration("threshold", "1440h"),
+    anchorThresholdMs: duration("anchor-threshold", "720h"),
+    issuerThresholdMs: duration("issuer-threshold", "168h"),
     keepCrds: bool("keep-crds"),
     nativeSidecars: str("native-sidecar") !== "false",
   };
@@ -230,6 +236,8 @@ export async function main(args: string[]): Promise<number> {
       const results = await runChecks({
         kube,
         thresholdMs: a.thresholdMs,
+        anchorThresholdMs: a.anchorThresholdMs,
+        issuerThresholdMs: a.issuerThresholdMs,
         onResult: (r) => console.log(formatResult(r)),
       });
       const failed = results.filter((r) => r.outcome === "fail").length;

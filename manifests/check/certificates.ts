@@ -34,7 +34,8 @@ export async function checkIdentityIssuer(ctx: CheckContext): Promise<CheckResul
     anchors: TrustAnchors.parse(anchorsPem),
     issuerPem: issuer.certPem,
     issuerKeyPem: issuer.keyPem,
-    thresholdMs: ctx.thresholdMs,
+    thresholdMs: ctx.anchorThresholdMs ?? ctx.thresholdMs,
+    issuerThresholdMs: ctx.issuerThresholdMs ?? ctx.thresholdMs,
     now: ctx.now,
   });
   return result(

@@ -12,7 +12,11 @@ export interface CheckResult {
 /** What every check reads: the cluster, the certificate threshold and one `now` for the whole run. */
 export interface CheckContext {
   kube: Kube;
+  /** Webhook certificates (and the identity ones when the two below are unset). */
   thresholdMs: number;
+  /** Trust anchors and the identity issuer (issue 21: an issuer rotated by cert-manager lives days). */
+  anchorThresholdMs?: number;
+  issuerThresholdMs?: number;
   now: number;
 }
 
