@@ -20,6 +20,7 @@ import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../core/cert_store.ts";
 import type { TrustStore } from "../core/trust_store.ts";
 import { Registry } from "../metrics/registry.ts";
+import { controlMetricsFor } from "../metrics/control_metrics.ts";
 import {
   compileServer,
   invalidPolicy,
@@ -168,8 +169,9 @@ export class Discovery {
 
   constructor(o: DiscoveryOptions) {
     // One channel per service: inbound and outbound policy watches share the policy connections.
-    const policy = controlChannel(o.policy, o.store, o.backoff, { log: o.log, trust: o.trust });
-    const dst = controlChannel(o.destination, o.store, o.backoff, { log: o.log, trust: o.trust });
+    const ctl = { log: o.log, trust: o.trust, metrics: o.registry && controlMetricsFor(o.registry) };
+    const policy = controlChannel(o.policy, o.store, o.backoff, ctl);
+    const dst = controlChannel(o.destination, o.store, o.backoff, ctl);
     this.#channels.push(policy.channel, dst.channel);
     const policyMetrics = new InboundPolicyMetrics(o.registry ?? new Registry());
     const clock = o.clock ?? preciseClock;

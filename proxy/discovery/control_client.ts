@@ -15,6 +15,7 @@ import { dnsResolve, type Endpoint, type Resolve } from "../grpc/resolve.ts";
 import { connectTcp } from "../transport/connect.ts";
 import { type ConnectedTls, MeshTls } from "../transport/tls.ts";
 import type { TrustStore } from "../core/trust_store.ts";
+import type { ControlMetrics } from "../metrics/control_metrics.ts";
 import type { StreamEnd } from "./shared_watch.ts";
 
 export function controlTarget(svc: ControlService): string {
@@ -31,6 +32,8 @@ export interface ControlChannelDeps {
   log?: Log;
   /** The live trust bundle; without it, the anchors the certificate was issued with. */
   trust?: TrustStore;
+  /** Counts every call (`control_request_total` and the families beside it). */
+  metrics?: ControlMetrics;
 }
 
 /**
@@ -80,7 +83,9 @@ export function controlChannel(
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     log: deps.log,
   });
-  const client = new GrpcClient(channel.request, {
+  const labels = { addr: name, serverId: svc.plaintext ? undefined : serverName };
+  const send = deps.metrics ? deps.metrics.wrap(channel.request, labels) : channel.request;
+  const client = new GrpcClient(send, {
     authority: name,
     scheme: svc.plaintext ? "http" : "https",
   });

@@ -9,6 +9,7 @@ import { dnsResolve } from "../grpc/resolve.ts";
 import { connectTcp } from "../transport/connect.ts";
 import { connectServerAuthTls } from "../transport/tls.ts";
 import { untilAborted } from "../grpc/abortable.ts";
+import type { ControlMetrics } from "../metrics/control_metrics.ts";
 import {
   type CertifyRequest,
   type CertifyResponse,
@@ -44,7 +45,13 @@ export interface CertifyClient {
 
 export function createCertifyClient(
   /** `trustAnchorsPem` is read per connection when a function (the live trust bundle). */
-  opts: { svcAddr: string; svcName?: string; trustAnchorsPem: string | (() => string) },
+  opts: {
+    svcAddr: string;
+    svcName?: string;
+    trustAnchorsPem: string | (() => string);
+    /** Counts each Certify in `control_*` (Linkerd's control-plane client metrics). */
+    metrics?: ControlMetrics;
+  },
 ): CertifyClient {
   const loopback = isLoopbackAddr(opts.svcAddr);
   const name = opts.svcName;
@@ -79,7 +86,9 @@ export function createCertifyClient(
     reresolveMinMs: 1000,
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
   });
-  const client = new GrpcClient(channel.request, {
+  const labels = { addr: opts.svcAddr, serverId: loopback ? undefined : name };
+  const send = opts.metrics ? opts.metrics.wrap(channel.request, labels) : channel.request;
+  const client = new GrpcClient(send, {
     authority: loopback ? opts.svcAddr : name!,
     scheme: loopback ? "http" : "https",
   });

@@ -6,6 +6,7 @@
  */
 import type { Registry } from "../metrics/registry.ts";
 import { type CertifyClient, createCertifyClient } from "./certify_client.ts";
+import { controlMetricsFor } from "../metrics/control_metrics.ts";
 import type { CertStore } from "../core/cert_store.ts";
 import { type Clock, systemClock } from "../../proto/support/clock.ts";
 import type { ProxyIdentityConfig } from "./config.ts";
@@ -61,7 +62,11 @@ export class ProxyIdentity {
     this.#log = deps.log ?? ((l) => console.log(`identity: ${l}`));
     this.#metrics = deps.registry ? new ProxyIdentityMetrics(deps.registry) : undefined;
     this.#client = deps.client ??
-      createCertifyClient({ ...config, trustAnchorsPem: () => this.#anchorsPem() });
+      createCertifyClient({
+        ...config,
+        trustAnchorsPem: () => this.#anchorsPem(),
+        metrics: deps.registry && controlMetricsFor(deps.registry),
+      });
   }
 
   #anchorsPem(): string {

@@ -237,7 +237,13 @@ export class RequestFamilies {
     readonly now: () => number,
     private readonly retainIdleMs: number,
   ) {
-    const what = prefix === "" ? "" : prefix === "route_" ? " per route" : " per route attempt";
+    const what = prefix === ""
+      ? ""
+      : prefix === "route_"
+      ? " per route"
+      : prefix === "control_"
+      ? " to the control plane"
+      : " per route attempt";
     register(
       registry,
       new Family(`${prefix}request_total`, `HTTP requests${what}.`, "counter", () => this.#requests()),
