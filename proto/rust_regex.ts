@@ -674,6 +674,16 @@ export function rustRegexProblem(pattern: string): string | undefined {
 }
 
 /**
+ * A ServiceProfile `pathRegex` as Linkerd's proxy compiles it: trimmed, then `^` prepended and `$`
+ * appended unless already there (textually, so `a|b` becomes `^a|b$`, as in Linkerd). The result is
+ * tested with an unanchored search (`RegExp.test`, Rust's `is_match`).
+ */
+export function anchorProfilePathRegex(source: string): string {
+  const s = source.trim();
+  return `${s.startsWith("^") ? "" : "^"}${s}${s.endsWith("$") ? "" : "$"}`;
+}
+
+/**
  * Linkerd's route-match test for a whole value (HTTPRoute path, header and query parameter regexes): the
  * leftmost-first match must start at 0 and end at the value's end. Not the same as `^(?:re)$`: with
  * `/a|/ab`, "/ab" does not match, because the preferred match is "/a".

@@ -4,6 +4,7 @@
  * expressed; the index then ignores the route and its status says why.
  */
 import { toHttpMethod } from "../../proto/http_method.ts";
+import { rustRegexProblem } from "../../proto/rust_regex.ts";
 import type { GrpcRouteMatch as ProtoGrpcMatch } from "../../proto/gen/grpc_route.ts";
 import type {
   HeaderMatch,
@@ -25,12 +26,13 @@ import type {
 
 const encoder = new TextEncoder();
 
+/**
+ * A route regex checked in the dialect the proxy evaluates (Rust regex syntax, as Linkerd's proxy does) and
+ * passed on unchanged: the proxy API carries the user's pattern, never a translation.
+ */
 export function checkRegex(pattern: string, field: string): string {
-  try {
-    new RegExp(pattern, "u");
-  } catch (e) {
-    throw new Error(`${field}: "${pattern}" is not a valid regular expression: ${(e as Error).message}`);
-  }
+  const why = rustRegexProblem(pattern);
+  if (why !== undefined) throw new Error(`${field}: "${pattern}" is not a valid regular expression: ${why}`);
   return pattern;
 }
 

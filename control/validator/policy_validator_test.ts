@@ -210,8 +210,24 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.rules[0].matches[0].headers[0].value:",
   ],
   [
-    "HTTPRoute: unsupported filter",
+    "HTTPRoute: look-around in a path regex (Rust regex has none)",
     review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ matches: [{ path: { type: "RegularExpression", value: "/api/(?!internal)" } }] }],
+    }),
+    'spec.rules[0].matches[0].path.value: "/api/(?!internal)" is not a valid regular expression: look-around',
+  ],
+  [
+    "HTTPRoute: backreference in a query regex",
+    review(G, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web" }],
+      rules: [{ matches: [{ queryParams: [{ type: "RegularExpression", name: "q", value: "(a)\\1" }] }] }],
+    }),
+    'spec.rules[0].matches[0].queryParams[0].value: "(a)\\1" is not a valid regular expression: backreferences',
+  ],
+  [
+    "policy HTTPRoute: a filter its CRD does not have",
+    review(P, "HTTPRoute", {
       parentRefs: [{ kind: "Service", name: "web" }],
       rules: [{ filters: [{ type: "URLRewrite" }] }],
     }),
@@ -355,6 +371,28 @@ const accepted: [string, ReturnType<typeof review>][] = [
       rules: [{
         matches: [{ path: { type: "RegularExpression", value: "/api/v[0-9]+" } }],
         timeouts: { request: "5s" },
+      }],
+    }),
+  ],
+  [
+    "HTTPRoute regexes in Rust regex syntax: (?i), \\- (JavaScript's RegExp refuses both)",
+    review(P, "HTTPRoute", {
+      parentRefs: [{ group: P, kind: "Server", name: "s" }],
+      rules: [{
+        matches: [{
+          path: { type: "RegularExpression", value: "(?i)/API/v\\d+\\-beta" },
+          headers: [{ type: "RegularExpression", name: "x-user", value: "(?i:admin|ops)\\-[[:digit:]]+" }],
+          queryParams: [{ type: "RegularExpression", name: "q", value: "\\Aa\\-b\\z" }],
+        }],
+      }],
+    }),
+  ],
+  [
+    "GRPCRoute header regex with (?i)",
+    review(G, "GRPCRoute", {
+      parentRefs: [{ kind: "Service", name: "web", port: 80 }],
+      rules: [{
+        matches: [{ headers: [{ type: "RegularExpression", name: "x-env", value: "(?i)prod\\-.*" }] }],
       }],
     }),
   ],

@@ -8,6 +8,7 @@
  * Anything admitted is also run through the destination service's translation, so a profile that
  * passes here is one the destination can serve.
  */
+import { anchorProfilePathRegex, rustRegexProblem } from "../../proto/rust_regex.ts";
 import { parseQuantity, profileDuration, translateProfile } from "../destination/profile_translate.ts";
 import type { ServiceProfile } from "../destination/k8s_types.ts";
 import type { AdmissionDecision, AdmissionHandler, AdmissionRequest } from "./admission.ts";
@@ -84,15 +85,12 @@ function kindOf(v: unknown): string {
   return `${typeof v} ${JSON.stringify(v)}`;
 }
 
+/**
+ * Rust regex syntax, as the proxy evaluates it (the same dialect as the policy validator's route regexes),
+ * checked in the anchored form the proxy compiles, so a pattern admitted here is one the proxy can use.
+ */
 function regexProblem(pattern: string): string | undefined {
-  try {
-    // The same dialect (and strictness) as the policy validator's route regexes.
-    new RegExp(pattern, "u");
-    return undefined;
-  } catch (e) {
-    const m = /^Invalid regular expression: \/.*\/[a-z]*: (.*)$/s.exec((e as Error).message);
-    return m ? m[1] : (e as Error).message;
-  }
+  return rustRegexProblem(pattern) ?? rustRegexProblem(anchorProfilePathRegex(pattern));
 }
 
 function requestMatch(c: Checker, value: unknown, path: string, depth: number): void {

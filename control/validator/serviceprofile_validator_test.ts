@@ -60,6 +60,13 @@ const valid: [string, Edit][] = [
     (p) => spec(p).routes[0].responseClasses[0].condition = { status: { min: 0, max: 503 } },
   ],
   ["retryRatio 0", (p) => spec(p).retryBudget.retryRatio = 0],
+  // Rust regex syntax (what Linkerd's proxy evaluates), which JavaScript's RegExp refuses.
+  ["a case-insensitive (?i) pathRegex", (p) => spec(p).routes[0].condition.pathRegex = "(?i)/books/[^/]*"],
+  ["an escaped hyphen in pathRegex", (p) => spec(p).routes[0].condition.pathRegex = "/books/\\d+\\-v\\d"],
+  [
+    "named groups, \\A and POSIX classes",
+    (p) => spec(p).routes[0].condition.pathRegex = "\\A/(?P<b>[[:alpha:]]+)",
+  ],
   ["timeout with fractions", (p) => spec(p).routes[0].timeout = "1.5s"],
 ];
 for (const [title, edit] of valid) {
@@ -73,14 +80,28 @@ for (const [title, edit] of valid) {
 // Each case: the edit, and the exact problems.
 const invalid: [string, Edit, string[]][] = [
   [
+    "look-around in pathRegex (Rust regex has none)",
+    (p) => spec(p).routes[0].condition.pathRegex = "/books/(?!admin)",
+    [
+      'spec.routes[0].condition.pathRegex: invalid regular expression "/books/(?!admin)": look-around (look-ahead and look-behind) is not supported (at character 8)',
+    ],
+  ],
+  [
+    "a backreference in pathRegex",
+    (p) => spec(p).routes[0].condition.pathRegex = "/(a)/\\1",
+    [
+      'spec.routes[0].condition.pathRegex: invalid regular expression "/(a)/\\\\1": backreferences (and octal escapes) are not supported (at character 6)',
+    ],
+  ],
+  [
     "invalid path regex",
     (p) => spec(p).routes.push({ name: "bad", condition: { pathRegex: "(" } }),
-    ['spec.routes[2].condition.pathRegex: invalid regular expression "(": Unterminated group'],
+    ['spec.routes[2].condition.pathRegex: invalid regular expression "(": unclosed group (at character 1)'],
   ],
   [
     "regex nested in all/not",
     (p) => spec(p).routes[1].condition.all[1].not.pathRegex = "[a-",
-    ['spec.routes[1].condition.all[1].not.pathRegex: invalid regular expression "[a-": Unterminated character class'],
+    ['spec.routes[1].condition.all[1].not.pathRegex: invalid regular expression "[a-": unclosed character class (at character 1)'],
   ],
   [
     "unknown field in a route",
@@ -278,7 +299,7 @@ Deno.test("the ServiceProfile admission handler: message of the refusal, other c
   assert.equal(review.response?.allowed, false);
   assert.equal(
     review.response?.status?.message,
-    'ServiceProfile shop/books.shop.svc.example.internal is invalid: spec.routes[0].condition.pathRegex: invalid regular expression "(": Unterminated group',
+    'ServiceProfile shop/books.shop.svc.example.internal is invalid: spec.routes[0].condition.pathRegex: invalid regular expression "(": unclosed group (at character 1)',
   );
   assert.deepEqual((await handler({ ...req, operation: "DELETE", object: undefined })).problems, []);
   const other = await handler({

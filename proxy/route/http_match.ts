@@ -6,9 +6,11 @@
  * matches; ties go to the earlier route/rule/match (the control plane orders them by age).
  *
  * Each matcher yields a numeric score (-1 = no match) so ranking is one comparison per candidate.
- * Regexes must match the whole value (path, header, query), as Gateway API requires.
+ * Regexes are Rust regex syntax (proto/rust_regex.ts) and must match the whole value (path, header,
+ * query) the way Linkerd checks it: the leftmost-first match spans the value.
  */
 import type { HostMatch, HttpRouteMatch } from "../../proto/gen_messages/http_route.ts";
+import { WholeValueRegex } from "../../proto/rust_regex.ts";
 import { httpMethodName } from "./method.ts";
 import { RouteConfigError } from "./meta.ts";
 import type { RequestParts } from "./request_parts.ts";
@@ -62,10 +64,10 @@ export function literalPrefix(source: string): string {
   return source.slice(0, i);
 }
 
-/** `new RegExp` anchored for a full match, with an error naming the field. */
-export function fullRegex(source: string, what: string): RegExp {
+/** A Rust-syntax regex tested against whole values, with an error naming the field. */
+export function fullRegex(source: string, what: string): WholeValueRegex {
   try {
-    return new RegExp(`^(?:${source})$`);
+    return new WholeValueRegex(source);
   } catch (e) {
     throw new RouteConfigError(`${what}: invalid regex ${JSON.stringify(source)}: ${(e as Error).message}`);
   }
@@ -78,7 +80,7 @@ export function headerValue(bytes: Uint8Array): string {
   return latin1.decode(bytes);
 }
 
-export type HeaderTest = { name: string; exact: string | undefined; regex: RegExp | undefined };
+export type HeaderTest = { name: string; exact: string | undefined; regex: WholeValueRegex | undefined };
 
 export function compileHeaderMatch(
   h: { name: string; value?: { $case: "exact"; value: Uint8Array } | { $case: "regex"; value: string } },
@@ -93,18 +95,21 @@ export function compileHeaderMatch(
     : { name, exact: undefined, regex: fullRegex(v.value, `${what} header ${name}`) };
 }
 
+/** Header values a regex is tried on: Linkerd's proxy skips values that are not visible ASCII (or tab). */
+const VISIBLE_ASCII = /^[\t\x20-\x7e]*$/;
+
 /** True when some value of the header satisfies the test. */
 export function headerMatches(t: HeaderTest, p: RequestParts): boolean {
   const raw = p.headers.raw;
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i] !== t.name) continue;
     const v = raw[i + 1];
-    if (t.exact !== undefined ? v === t.exact : t.regex!.test(v)) return true;
+    if (t.exact !== undefined ? v === t.exact : VISIBLE_ASCII.test(v) && t.regex!.test(v)) return true;
   }
   return false;
 }
 
-type QueryTest = { name: string; exact: string | undefined; regex: RegExp | undefined };
+type QueryTest = { name: string; exact: string | undefined; regex: WholeValueRegex | undefined };
 
 class HttpMatcher implements Matcher {
   readonly prefixLength: number;
@@ -115,7 +120,7 @@ class HttpMatcher implements Matcher {
     readonly method: string | undefined,
     readonly pathKind: number,
     readonly pathValue: string | undefined,
-    readonly pathRegex: RegExp | undefined,
+    readonly pathRegex: WholeValueRegex | undefined,
     readonly headers: HeaderTest[],
     readonly query: QueryTest[],
     /** Literal start of the path regex, checked before running it. */
@@ -183,7 +188,7 @@ function queryMatches(q: QueryTest, pairs: string[]): boolean {
 export function compileHttpMatch(m: HttpRouteMatch, what: string): Matcher {
   let kind = PATH_PREFIX;
   let value: string | undefined;
-  let regex: RegExp | undefined;
+  let regex: WholeValueRegex | undefined;
   let literal = "";
   const path = m.path?.kind;
   if (m.path && !path) throw new RouteConfigError(`${what}: path match has no kind`);

@@ -228,3 +228,45 @@ Deno.test("regex literal prefix: a safe pre-check only", async () => {
   assert.equal(literalPrefix("\\/x"), "");
   assert.equal(literalPrefix(".*"), "");
 });
+
+Deno.test("HTTP route match: regexes are Rust regex syntax, matched whole the way Linkerd's proxy does", () => {
+  const q = (name: string, value: string) => ({
+    ...pathPrefix("/"),
+    queryParams: [{ name, value: { $case: "regex" as const, value } }],
+  });
+  const h = (name: string, value: string) => ({
+    ...pathPrefix("/"),
+    headers: [{ name, value: { $case: "regex" as const, value } }],
+  });
+  const find = table([
+    httpRoute("r", [
+      rule([pathRegex("(?i)/api/v\\d+")], backendNamed("api-any-case")),
+      rule([pathRegex("/files/[[:alnum:]]+\\-\\d+")], backendNamed("files")),
+      rule([pathRegex("/x|/xy")], backendNamed("leftmost-first")),
+      rule([h("x-user", "(?i)admin\\-\\w+")], backendNamed("admin-header")),
+      rule([q("lang", "\\p{Greek}+")], backendNamed("greek-query")),
+    ]),
+  ]);
+  assert.equal(find("GET", "/API/V2"), "api-any-case", "(?i) is honoured");
+  assert.equal(find("GET", "/api/v2/x"), "none", "the whole path must match");
+  assert.equal(find("GET", "/files/ab12-7"), "files", "\\- and POSIX classes");
+  assert.equal(find("GET", "/x"), "leftmost-first");
+  // Linkerd checks that find() spans the path; find() prefers "/x", so "/xy" does not match (^(?:…)$ would).
+  assert.equal(find("GET", "/xy"), "none");
+  assert.equal(find("GET", "/h", undefined, ["x-user", "ADMIN-bob"]), "admin-header");
+  assert.equal(find("GET", "/h", undefined, ["x-user", "admin-"]), "none");
+  assert.equal(
+    find("GET", "/q?lang=%CE%B1%CE%B2"),
+    "greek-query",
+    "query values are decoded, \\p{Greek} applies",
+  );
+  assert.equal(find("GET", "/q?lang=ab"), "none");
+});
+
+Deno.test("HTTP route compile: a pattern Rust regex refuses is a route error naming the problem", () => {
+  assert.throws(
+    () => compileOutboundPolicy(policy([httpRoute("la", [rule([pathRegex("/a(?=b)")])])])),
+    (e: Error) =>
+      e instanceof RouteConfigError && /HTTPRoute ns\/la rule 0 match 0 path: .*look-around/.test(e.message),
+  );
+});

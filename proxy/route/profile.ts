@@ -8,10 +8,12 @@
  * whose condition is missing or invalid, a response class without a usable condition, an override
  * of weight 0, an invalid budget (then routes are not retried). Each drop is listed in `warnings`.
  *
- * Path regexes are anchored the way Linkerd does it: the pattern is trimmed, then `^` and `$` are
- * added unless already present, and matched against the path without the query.
+ * Path regexes are Rust regex syntax (proto/rust_regex.ts), anchored the way Linkerd does it: the
+ * pattern is trimmed, then `^` and `$` are added unless already present, and matched against the path
+ * without the query.
  */
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
+import { anchorProfilePathRegex, compileRustRegex } from "../../proto/rust_regex.ts";
 import type {
   DestinationProfile,
   RequestMatch,
@@ -83,11 +85,8 @@ export class CompiledProfile {
   }
 }
 
-/** Linkerd's anchoring: trim, then add ^ / $ unless present. */
-export function anchorProfileRegex(source: string): string {
-  const s = source.trim();
-  return `${s.startsWith("^") ? "" : "^"}${s}${s.endsWith("$") ? "" : "$"}`;
-}
+/** Linkerd's anchoring: trim, then add ^ / $ unless present (shared with the validator). */
+export const anchorProfileRegex = anchorProfilePathRegex;
 
 function compileCondition(
   m: RequestMatch | undefined,
@@ -116,7 +115,7 @@ function compileCondition(
     case "path": {
       let re: RegExp;
       try {
-        re = new RegExp(anchorProfileRegex(k.value.regex));
+        re = compileRustRegex(anchorProfilePathRegex(k.value.regex));
       } catch (e) {
         warn(`${what}: invalid pathRegex ${JSON.stringify(k.value.regex)}: ${(e as Error).message}`);
         return undefined;

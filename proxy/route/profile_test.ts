@@ -59,6 +59,23 @@ Deno.test("profile: pathRegex anchored as Linkerd does; condition trees; first m
   assert.equal(p.interesting, true);
 });
 
+Deno.test("profile: pathRegex is Rust regex syntax ((?i), \\-, \\pL), invalid Rust patterns are dropped", () => {
+  const p = compileProfile(
+    profile([
+      route("books any case", path("(?i)/books/\\d+")),
+      route("dashed", path("/a\\-b/\\pL+")),
+      route("lookahead", path("/c(?=d)")),
+    ]),
+    new FakeClock(),
+  );
+  const find = (p2: string) => p.route(request("GET", p2))?.name ?? "none";
+  assert.equal(find("/BOOKS/7"), "books any case");
+  assert.equal(find("/a-b/été"), "dashed");
+  assert.equal(find("/a-b/1"), "none");
+  assert.deepEqual(p.routes.map((r) => r.name), ["books any case", "dashed"]);
+  assert.ok(p.warnings.some((w) => /lookahead.*look-around/.test(w)), p.warnings.join("\n"));
+});
+
 Deno.test("profile: response classes, timeout, retryable routes under the shared budget", () => {
   const clock = new FakeClock();
   const p = compileProfile(
