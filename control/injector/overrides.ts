@@ -14,6 +14,8 @@ export interface Overrides {
   resources: ResourceSpec;
   logLevel?: string;
   logFormat?: "plain" | "json";
+  /** HTTP access log format (config.linkerd.io/access-log), written by the proxy to stderr. */
+  accessLog?: "apache" | "json";
   skipInboundPorts?: PortRange[];
   skipOutboundPorts?: PortRange[];
   skipSubnets?: string[];
@@ -150,6 +152,14 @@ const SPECS: Spec[] = [
     apply(v, o) {
       if (v !== "plain" && v !== "json") throw new Problem("unknown format");
       o.logFormat = v;
+    },
+  },
+  {
+    key: Annotations.accessLog,
+    form: "apache or json",
+    apply(v, o) {
+      if (v !== "apache" && v !== "json") throw new Problem("unknown format");
+      o.accessLog = v;
     },
   },
   {

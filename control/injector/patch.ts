@@ -142,6 +142,8 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     fieldEnv("_pod_sa", "spec.serviceAccountName"),
     { name: ProxyEnv.log, value: ov.logLevel ?? cfg.logLevel },
     { name: ProxyEnv.logFormat, value: ov.logFormat ?? cfg.logFormat },
+    // Only when asked, as Linkerd's injector: the proxy logs no requests without it.
+    ...(ov.accessLog ? [{ name: ProxyEnv.accessLog, value: ov.accessLog }] : []),
     { name: ProxyEnv.destinationSvcAddr, value: names.destinationAddr },
     { name: ProxyEnv.destinationSvcName, value: names.destinationName },
     { name: ProxyEnv.policySvcAddr, value: names.policyAddr },

@@ -217,3 +217,28 @@ Deno.test("IPv6 off: init is told not to redirect IPv6 and the proxy listens on 
   assert.equal(env(proxy, "LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS"), "127.0.0.1:4140");
   assert.equal(env(proxy, "LINKERD2_PROXY_ADMIN_LISTEN_ADDR"), "0.0.0.0:4191");
 });
+
+Deno.test("config.linkerd.io/access-log sets LINKERD2_PROXY_ACCESS_LOG (pod over namespace); other values are refused", async () => {
+  const accessEnv = async (podAnn: Record<string, string>, nsAnn: Record<string, string>) => {
+    const pod = await readPod("web");
+    pod.metadata!.annotations = podAnn;
+    const res = await buildPatch(pod, ns("shop", nsAnn), cfg);
+    assert.ok(res.ok);
+    if (!res.ok) return undefined;
+    return env(applyPatch(pod, res.patch).spec!.initContainers![1], "LINKERD2_PROXY_ACCESS_LOG");
+  };
+  const key = "config.linkerd.io/access-log";
+  assert.equal(await accessEnv({}, {}), undefined);
+  assert.equal(await accessEnv({ [key]: "apache" }, {}), "apache");
+  assert.equal(await accessEnv({}, { [key]: "json" }), "json");
+  assert.equal(await accessEnv({ [key]: "apache" }, { [key]: "json" }), "apache");
+  const pod = await readPod("web");
+  pod.metadata!.annotations = { [key]: "combined" };
+  const res = await buildPatch(pod, ns("shop"), cfg);
+  assert.equal(res.ok, false);
+  if (res.ok) return;
+  assert.match(
+    res.problems[0].message,
+    /access-log="combined" is invalid: unknown format; want apache or json/,
+  );
+});
