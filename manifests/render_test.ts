@@ -333,6 +333,7 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
         "gateway.networking.k8s.io/grpcroutes",
         "gateway.networking.k8s.io/tlsroutes",
         "gateway.networking.k8s.io/tcproutes",
+        "workload.linkerd.io/externalworkloads",
       ),
       ...listWatch(
         ...[
@@ -374,7 +375,19 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
   assert.equal(named("Role", "weft-identity").metadata.namespace, NAMESPACE);
   assert.deepEqual(
     role("ClusterRole", "weft-proxy-injector"),
-    ["/namespaces get", "/namespaces list", "/namespaces watch", "/events create", "/events patch"].sort(),
+    [
+      "/namespaces get",
+      "/namespaces list",
+      "/namespaces watch",
+      "/events create",
+      "/events patch",
+      // The namespace copies of the trust roots (issue 21).
+      "/configmaps create",
+      "/configmaps get@weft-identity-trust-roots",
+      "/configmaps list@weft-identity-trust-roots",
+      "/configmaps patch@weft-identity-trust-roots",
+      "/configmaps get@linkerd-identity-trust-roots",
+    ].sort(),
   );
 });
 
@@ -392,7 +405,10 @@ Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workl
         assert.ok(
           // identity merge-patches its own keys into the trust roots ConfigMap, by name (issue 21).
           /^(authentication\.k8s\.io\/tokenreviews|\/events|[a-z0-9.]+\/[a-z]+\/status) /.test(g) ||
-            g === "/configmaps patch@linkerd-identity-trust-roots",
+            g === "/configmaps patch@linkerd-identity-trust-roots" ||
+            // the injector creates and updates the namespace copies of the trust roots (issue 21).
+            (r.metadata.name === "weft-proxy-injector" &&
+              (g === "/configmaps create" || g === "/configmaps patch@weft-identity-trust-roots")),
           `${r.metadata.name} may write ${g}`,
         );
       }

@@ -24,6 +24,11 @@ export interface InjectorDeps {
   metrics: InjectorMetrics;
   /** Records Kubernetes Events about the pod's owner; must not block. */
   events?: EventSink;
+  /**
+   * Makes sure the pod's namespace has its copy of the trust-roots ConfigMap before the pod that
+   * mounts it is admitted (bounded, never fails the admission: the volume is optional).
+   */
+  trustRootsCopy?: (namespace: string) => Promise<void>;
 }
 
 function toBase64(text: string): string {
@@ -113,6 +118,7 @@ export async function review(body: unknown, deps: InjectorDeps): Promise<Admissi
     const message = `weft proxy injection refused: ${result.problems.map((p) => p.message).join("; ")}`;
     return answer({ allowed: false, status: { code: 400, message } });
   }
+  if (deps.trustRootsCopy && nsName) await deps.trustRootsCopy(nsName);
   respond(false, "");
   for (const message of result.warnings) warn(message);
   return answer({

@@ -161,3 +161,21 @@ Deno.test("other resources are admitted untouched and counted; a pod without con
   const notObject = await review(reviewOf("meshed", "pod"), d.deps);
   assert.equal(notObject.response.status?.message, "request.object is not a Pod object");
 });
+
+Deno.test("an injected pod's namespace gets its trust-roots copy before the answer; a skipped pod's does not", async () => {
+  const d = deps();
+  const asked: string[] = [];
+  const withCopy = {
+    ...d.deps,
+    trustRootsCopy: async (ns: string) => {
+      await new Promise((r) => setTimeout(r, 5));
+      asked.push(ns);
+    },
+  };
+  const res = await review(reviewOf("meshed", pod()), withCopy);
+  assert.equal(res.response.allowed, true);
+  assert.ok(res.response.patch);
+  assert.deepEqual(asked, ["meshed"], "awaited before answering");
+  await review(reviewOf("plain", pod()), withCopy);
+  assert.deepEqual(asked, ["meshed"]);
+});

@@ -20,6 +20,8 @@ import type { NamespaceObject } from "./namespace_cache.ts";
 import { supportsNativeSidecars } from "./native_sidecar.ts";
 import { startInjector } from "./server.ts";
 import { readTrustAnchors, TrustAnchorsError } from "./trust_anchors.ts";
+import { TrustRootsCopier } from "./trust_roots_copy.ts";
+import { KubeTrustRootsCopyApi } from "./trust_roots_copy_client.ts";
 import { CertificateError } from "../webhook/https_server.ts";
 
 const VERSION_ATTEMPTS = 6;
@@ -83,6 +85,13 @@ export async function run(opts: InjectorOptions, signal: AbortSignal): Promise<v
     namespaces,
     namespaceWaitMs: opts.namespaceWaitMs,
     trustAnchors: { file: opts.trustAnchorsFile, current: anchors, reloadIntervalMs: 10_000 },
+    trustRootsCopy: {
+      copier: new TrustRootsCopier(new KubeTrustRootsCopyApi(kc, opts.base.controlPlaneNamespace), {
+        controlPlaneNamespace: opts.base.controlPlaneNamespace,
+        log,
+      }),
+      intervalMs: 5_000,
+    },
     events,
     registry,
     signal,

@@ -15,6 +15,7 @@ import type { EventSink } from "./events.ts";
 import { InjectorMetrics } from "./metrics.ts";
 import { NamespaceCache, type NamespaceObject } from "./namespace_cache.ts";
 import { describe, type TrustAnchors, watchTrustAnchors } from "./trust_anchors.ts";
+import type { TrustRootsCopier } from "./trust_roots_copy.ts";
 
 export const INJECT_PATH = "/inject";
 
@@ -35,6 +36,8 @@ export interface InjectorServerOptions {
   /** When given, the file is re-read and new pods get the new bundle. */
   trustAnchors?: { file: string; current: TrustAnchors; reloadIntervalMs: number };
   events?: EventSink;
+  /** Keeps namespace copies of the trust-roots ConfigMap (issue 21); synced every `intervalMs`. */
+  trustRootsCopy?: { copier: TrustRootsCopier; intervalMs: number };
   registry: Registry;
   signal: AbortSignal;
   log: (m: string) => void;
@@ -60,6 +63,13 @@ export async function startInjector(opts: InjectorServerOptions): Promise<Inject
     metrics: new InjectorMetrics(opts.registry),
     events: opts.events,
   };
+  if (opts.trustRootsCopy) {
+    const { copier, intervalMs } = opts.trustRootsCopy;
+    deps.trustRootsCopy = (ns) => copier.ensure(ns);
+    copier.run(intervalMs, opts.signal).catch((e) =>
+      opts.log(`trust roots copier stopped: ${(e as Error).message}`)
+    );
+  }
   if (opts.trustAnchors) {
     watchTrustAnchors({
       file: opts.trustAnchors.file,

@@ -1,0 +1,110 @@
+/**
+ * The API calls of the trust-roots copier: read the source ConfigMap, list the copies (by name,
+ * across namespaces, so RBAC can name the one ConfigMap), create one, merge-patch one's data.
+ * Plain HTTP through the kubeconfig's credentials, with the injector's own field manager.
+ */
+import type { KubeConfig } from "@kubernetes/client-node";
+import * as http from "node:http";
+import * as https from "node:https";
+import {
+  TRUST_ROOTS_CONFIGMAP,
+  TRUST_ROOTS_COPY_CONFIGMAP,
+  TRUST_ROOTS_COPY_LABEL,
+} from "../../proto/trust_roots.ts";
+import type { TrustRootsCopyApi } from "./trust_roots_copy.ts";
+
+export const INJECTOR_FIELD_MANAGER = "weft-proxy-injector";
+
+interface ConfigMap {
+  metadata?: { namespace?: string };
+  data?: Record<string, string>;
+}
+
+export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly controlPlaneNamespace: string,
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  async readSource(): Promise<Record<string, string> | undefined> {
+    const path = `/api/v1/namespaces/${this.controlPlaneNamespace}/configmaps/${TRUST_ROOTS_CONFIGMAP}`;
+    const r = await this.#request("GET", path);
+    if (r.status === 404) return undefined;
+    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    return (JSON.parse(r.text) as ConfigMap).data ?? {};
+  }
+
+  async listCopies(): Promise<{ namespace: string; data: Record<string, string> }[]> {
+    const path = `/api/v1/configmaps?fieldSelector=metadata.name%3D${TRUST_ROOTS_COPY_CONFIGMAP}`;
+    const r = await this.#request("GET", path);
+    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    const list = JSON.parse(r.text) as { items?: ConfigMap[] };
+    return (list.items ?? []).map((cm) => ({ namespace: cm.metadata?.namespace ?? "", data: cm.data ?? {} }));
+  }
+
+  async create(namespace: string, data: Record<string, string>): Promise<"created" | "exists"> {
+    const path = `/api/v1/namespaces/${namespace}/configmaps`;
+    const body = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name: TRUST_ROOTS_COPY_CONFIGMAP,
+        namespace,
+        labels: { [TRUST_ROOTS_COPY_LABEL]: "true" },
+        annotations: {
+          "weft.io/copied-from": `${this.controlPlaneNamespace}/${TRUST_ROOTS_CONFIGMAP}`,
+        },
+      },
+      data,
+    };
+    const r = await this.#request("POST", path, JSON.stringify(body), "application/json");
+    if (r.status === 409) return "exists";
+    if (r.status >= 300) throw new Error(`POST ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    return "created";
+  }
+
+  async patch(namespace: string, data: Record<string, string | null>): Promise<void> {
+    const path = `/api/v1/namespaces/${namespace}/configmaps/${TRUST_ROOTS_COPY_CONFIGMAP}`;
+    const r = await this.#request("PATCH", path, JSON.stringify({ data }), "application/merge-patch+json");
+    if (r.status >= 300) throw new Error(`PATCH ${path}: HTTP ${r.status}: ${message(r.text)}`);
+  }
+
+  async #request(
+    method: string,
+    path: string,
+    body?: string,
+    contentType?: string,
+  ): Promise<{ status: number; text: string }> {
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error("kubeconfig has no current cluster");
+    const url = new URL(`${cluster.server.replace(/\/$/, "")}${path}`);
+    if (body !== undefined) url.searchParams.set("fieldManager", INJECTOR_FIELD_MANAGER);
+    const opts: https.RequestOptions = {
+      method,
+      headers: { Accept: "application/json", ...(contentType ? { "Content-Type": contentType } : {}) },
+    };
+    await this.kc.applyToHTTPSOptions(opts);
+    const mod = url.protocol === "https:" ? https : http;
+    return await new Promise((resolve, reject) => {
+      const req = mod.request(url, opts, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => text += c);
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+        res.on("error", reject);
+      });
+      req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer in ${this.timeoutMs}ms`)));
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+}
+
+function message(text: string): string {
+  try {
+    return (JSON.parse(text) as { message?: string }).message ?? text.slice(0, 300);
+  } catch {
+    return text.slice(0, 300);
+  }
+}

@@ -1,0 +1,61 @@
+/** The copier's bounds, with a scripted API (its API calls are tested against a real API server). */
+import assert from "node:assert/strict";
+import { TrustRootsCopier, type TrustRootsCopyApi } from "./trust_roots_copy.ts";
+
+const PEM = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+
+function api(over: Partial<TrustRootsCopyApi> = {}) {
+  const created: string[] = [];
+  const a: TrustRootsCopyApi = {
+    readSource: () => Promise.resolve({ "ca-bundle.crt": PEM }),
+    listCopies: () => Promise.resolve([]),
+    create: (ns) => {
+      created.push(ns);
+      return Promise.resolve("created");
+    },
+    patch: () => Promise.resolve(),
+    ...over,
+  };
+  return { a, created };
+}
+
+Deno.test("trust roots copier: a slow API server delays an admission by the timeout at most, and the copy still lands", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => release = r);
+  const { a, created } = api({
+    create: async (ns) => {
+      await gate;
+      created.push(ns);
+      return "created";
+    },
+  });
+  const c = new TrustRootsCopier(a, { controlPlaneNamespace: "weft", log: () => {}, ensureTimeoutMs: 50 });
+  const t0 = Date.now();
+  await c.ensure("shop");
+  assert.ok(Date.now() - t0 < 1000);
+  assert.deepEqual(created, []);
+  release();
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(created, ["shop"]);
+  // Known now: no second create.
+  await c.ensure("shop");
+  assert.deepEqual(created, ["shop"]);
+});
+
+Deno.test("trust roots copier: an API error is logged and the admission goes on; the next one retries", async () => {
+  let fail = true;
+  const logs: string[] = [];
+  const { a, created } = api({
+    create: (ns) => {
+      if (fail) return Promise.reject(new Error("HTTP 403: forbidden"));
+      created.push(ns);
+      return Promise.resolve("created");
+    },
+  });
+  const c = new TrustRootsCopier(a, { controlPlaneNamespace: "weft", log: (l) => logs.push(l) });
+  await c.ensure("shop");
+  assert.deepEqual(logs, ["trust roots: cannot copy into namespace shop: HTTP 403: forbidden"]);
+  fail = false;
+  await c.ensure("shop");
+  assert.deepEqual(created, ["shop"]);
+});
