@@ -76,7 +76,7 @@ export interface DeploySummary {
   nativeSidecars: boolean;
 }
 
-type SecretObject = Manifest & { data?: Record<string, string> };
+type SecretObject = Manifest & { type?: string; data?: Record<string, string> };
 type ConfigMapObject = Manifest & { data?: Record<string, string> };
 
 function unb64(s: string): string {
@@ -164,7 +164,7 @@ async function waitEstablished(kube: Kube, crds: Manifest[], deadline: number, p
 }
 
 /** Trust anchors + issuer: kept, created, renewed, or the given ones. Returns objects to apply. */
-async function identityStep(
+export async function identityStep(
   o: DeployOptions,
 ): Promise<{ objects: Manifest[]; material: IdentityMaterial; detail: string }> {
   const { kube, certsDir } = o;
@@ -182,6 +182,30 @@ async function identityStep(
     ? savedKey
     : undefined;
   const now = Date.now();
+  // An issuer Secret deploy did not write (cert-manager's: kubernetes.io/tls, or annotated by it) is
+  // left to its owner: deploy neither renews nor re-applies it (its type could not change anyway).
+  const external = sec !== undefined &&
+    (sec.type === "kubernetes.io/tls" ||
+      sec.metadata.annotations?.["cert-manager.io/certificate-name"] !== undefined);
+  if (external && o.given) {
+    throw new Error(
+      `secret ${NAMESPACE}/${ISSUER_SECRET} is managed outside deploy (type ${
+        sec.type ?? "?"
+      }, e.g. by cert-manager): ` +
+        `rotate it there, not with --issuer-cert/--issuer-key (see docs/identity.md)`,
+    );
+  }
+  if (external && existing.anchorsPem && existing.issuer) {
+    const objects = identityObjects({ anchorsPem: existing.anchorsPem, issuer: existing.issuer })
+      .filter((m) => m.kind !== "Secret");
+    const anchor = TrustAnchors.parse(existing.anchorsPem).certs[0];
+    return {
+      objects,
+      material: { anchorsPem: existing.anchorsPem, issuer: existing.issuer },
+      detail: `trust anchor kept; issuer Secret managed outside deploy (type ${sec!.type}), left as is; ` +
+        `anchor until ${anchor.notAfter.toISOString().slice(0, 10)}`,
+    };
+  }
   const plan = await planIdentity({ existing, given: o.given, anchorKeyPem, now });
   const names = { namespace: NAMESPACE, trustDomain: TRUST_DOMAIN, now };
   let material: IdentityMaterial;
