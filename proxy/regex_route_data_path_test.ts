@@ -6,7 +6,6 @@
  * not root.
  */
 import assert from "node:assert/strict";
-import type { HttpRouteMatch } from "../proto/gen_messages/http_route.ts";
 import {
   balancerBackend,
   detectPolicy,
@@ -26,6 +25,8 @@ const P1 = "rx-one.default.svc.cluster.local:7001";
 const P2 = "rx-two.default.svc.cluster.local:7002";
 const FIXTURE = { prefix: "weft-rxroute-", caName: "weft-test-mesh", pods: ["a", "b"] };
 
+/** The match message, by way of the test helpers (tests do not import generated code directly). */
+type HttpRouteMatch = NonNullable<NonNullable<Parameters<typeof httpRule>[1]>["matches"]>[number];
 type Load = { statuses: Record<string, number>; ports: Record<string, number> };
 
 const match = (m: Partial<HttpRouteMatch>): HttpRouteMatch => ({
