@@ -14,6 +14,7 @@ import { RequestError, toServiceError } from "../grpc/request_error.ts";
 import { checkStreamLimits, DEFAULT_STREAM_SEND_TIMEOUT_MS, StreamSink } from "../grpc/stream_sink.ts";
 import type { PolicyConfig } from "./config.ts";
 import { checkPort, inboundPolicy, parseWorkload } from "./inbound_index.ts";
+import { externalWorkloadInboundPolicy } from "./external_workload_policy.ts";
 import { outboundPolicy } from "./outbound_index.ts";
 import type { PolicyStore } from "./store.ts";
 import { PolicyHub } from "./watch_hub.ts";
@@ -145,7 +146,18 @@ export class PolicyGrpcServer {
         try {
           const w = parseWorkload(call.request.workload);
           checkPort(call.request.port);
-          cb(null, inboundPolicy(store, config, w.namespace, w.pod, call.request.port));
+          cb(
+            null,
+            "pod" in w
+              ? inboundPolicy(store, config, w.namespace, w.pod, call.request.port)
+              : externalWorkloadInboundPolicy(
+                store,
+                config,
+                w.namespace,
+                w.externalWorkload,
+                call.request.port,
+              ),
+          );
         } catch (e) {
           cb(toServiceError(e));
         }
@@ -154,7 +166,9 @@ export class PolicyGrpcServer {
         stream("inbound", call as grpc.ServerWritableStream<unknown, unknown>, (_sink, sub) => {
           const w = parseWorkload(call.request.workload);
           checkPort(call.request.port);
-          return this.hub.watchInbound(w.namespace, w.pod, call.request.port, sub);
+          return "pod" in w
+            ? this.hub.watchInbound(w.namespace, w.pod, call.request.port, sub)
+            : this.hub.watchInboundExternal(w.namespace, w.externalWorkload, call.request.port, sub);
         });
       },
     });

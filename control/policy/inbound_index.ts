@@ -39,12 +39,16 @@ import { serverRateLimit, withRateLimit } from "./ratelimit.ts";
 import { selects, specificity } from "./selector.ts";
 import type { PolicyStore } from "./store.ts";
 
-export interface WorkloadRef {
+/** A pod, or (mesh expansion) an ExternalWorkload. */
+export type WorkloadRef = { namespace: string; pod: string } | {
   namespace: string;
-  pod: string;
-}
+  externalWorkload: string;
+};
 
-/** Parses `PortSpec.workload`: `{"ns":"..","pod":".."}` or the legacy `ns:pod`. */
+/**
+ * Parses `PortSpec.workload`: `{"ns":"..","pod":".."}`, `{"ns":"..","external_workload":".."}`
+ * (a proxy outside the cluster) or the legacy `ns:pod`.
+ */
 export function parseWorkload(text: string): WorkloadRef {
   const t = text.trim();
   if (t.startsWith("{")) {
@@ -61,11 +65,14 @@ export function parseWorkload(text: string): WorkloadRef {
         `workload ${JSON.stringify(text)}: "ns" must be a non-empty string`,
       );
     }
-    if (typeof o.external_workload === "string") {
-      throw new RequestError(
-        "invalid_argument",
-        `workload ${JSON.stringify(text)}: external workloads are not supported`,
-      );
+    if (o.external_workload !== undefined) {
+      if (typeof o.external_workload !== "string" || o.external_workload === "") {
+        throw new RequestError(
+          "invalid_argument",
+          `workload ${JSON.stringify(text)}: "external_workload" must be a non-empty string`,
+        );
+      }
+      return { namespace: o.ns, externalWorkload: o.external_workload };
     }
     if (typeof o.pod !== "string" || o.pod === "") {
       throw new RequestError(

@@ -62,11 +62,12 @@ const routeName = (r: { metadata?: { kind?: { $case: string; value: unknown } } 
 
 // --- workload parsing ---
 
-const workloads: [string, string | { namespace: string; pod: string }][] = [
+const workloads: [string, string | ReturnType<typeof parseWorkload>][] = [
   ['{"ns":"emojivoto","pod":"web-1"}', { namespace: "emojivoto", pod: "web-1" }],
   ["emojivoto:web-1", { namespace: "emojivoto", pod: "web-1" }],
   ['{"ns":"emojivoto"}', '"pod" must be a non-empty string'],
-  ['{"ns":"x","external_workload":"vm"}', "external workloads are not supported"],
+  ['{"ns":"x","external_workload":"vm"}', { namespace: "x", externalWorkload: "vm" }],
+  ['{"ns":"x","external_workload":""}', '"external_workload" must be a non-empty string'],
   ["{not json", "is not valid JSON"],
   ["web-1", 'neither {"ns":"..","pod":".."} nor "<namespace>:<pod>"'],
 ];

@@ -14,6 +14,7 @@ import {
   Resources,
   stripManagedFields,
 } from "../k8s/mod.ts";
+import { EXTERNAL_WORKLOADS } from "../k8s/external_workload.ts";
 import type { Kind, Obj } from "./resources.ts";
 import type { PolicySource, ResourceEvent } from "./store.ts";
 import type { StatusClient } from "./route_status.ts";
@@ -35,6 +36,7 @@ export const KIND_RESOURCES: Record<Kind, ResourceRef> = {
   TLSRoute: Resources.gatewayTlsRoutes,
   TCPRoute: Resources.gatewayTcpRoutes,
   HTTPLocalRateLimitPolicy: Resources.httpLocalRateLimitPolicies,
+  ExternalWorkload: EXTERNAL_WORKLOADS,
 };
 
 const METRIC_NAMES: Record<Kind, string> = {
@@ -53,6 +55,7 @@ const METRIC_NAMES: Record<Kind, string> = {
   TLSRoute: "tlsroutes",
   TCPRoute: "tcproutes",
   HTTPLocalRateLimitPolicy: "httplocalratelimitpolicies",
+  ExternalWorkload: "policy_externalworkloads",
 };
 
 export class InformerPolicySource implements PolicySource {

@@ -331,6 +331,8 @@ export const KINDS = {
   TLSRoute: { group: GATEWAY_GROUP, plural: "tlsroutes" },
   TCPRoute: { group: GATEWAY_GROUP, plural: "tcproutes" },
   HTTPLocalRateLimitPolicy: { group: POLICY_GROUP, plural: "httplocalratelimitpolicies" },
+  /** workload.linkerd.io ExternalWorkload, for the inbound policy of workloads outside the cluster. */
+  ExternalWorkload: { group: "workload.linkerd.io", plural: "externalworkloads" },
 } as const;
 
 export type Kind = keyof typeof KINDS;

@@ -13,6 +13,7 @@ import { inboundPolicy } from "./inbound_index.ts";
 import { policyForTarget, resolveTarget, sourceNamespace } from "./outbound_index.ts";
 import type { Server as ServerResource } from "./resources.ts";
 import { selects } from "./selector.ts";
+import { externalWorkload, externalWorkloadInboundPolicy } from "./external_workload_policy.ts";
 import type { PolicyStore, StoreChange } from "./store.ts";
 
 /** Receives a topic's encoded messages, or the error that ends it. */
@@ -28,6 +29,8 @@ interface Topic {
   namespace: string;
   /** Inbound only: the pod name, so pod events touch only that pod's topics. */
   pod?: string;
+  /** Inbound only, instead of `pod`: the ExternalWorkload's name. */
+  externalWorkload?: string;
   /** Outbound only: namespace of the Service the target resolved to at the last compute. */
   targetNs?: string;
   compute: () => Uint8Array;
@@ -78,19 +81,26 @@ export class PolicyHub {
       case "Namespace":
         this.#mark(this.#inByNs.get(c.namespace ?? ""));
         return;
+      case "ExternalWorkload":
+        this.#mark(this.#inByPod.get(`ew:${c.namespace}/${c.name}`));
+        return;
       case "Service":
         // A Service may take or leave any address a stream asked about.
         this.#mark(this.#outbound);
         return;
       case "Server": {
         // Only pods the Server selected before or selects now can change.
-        const sel = [c.object, c.old].map((o) => (o as ServerResource | undefined)?.spec?.podSelector);
+        const servers = [c.object, c.old] as (ServerResource | undefined)[];
+        const sel = servers.map((o) => o?.spec?.podSelector);
+        const ewSel = servers.map((o) => o?.spec?.externalWorkloadSelector);
         const topics = this.#inByNs.get(c.namespace ?? "");
         if (!topics) return;
         const hit: Topic[] = [];
         for (const t of topics) {
-          const labels = this.#store.pod(t.namespace, t.pod!)?.metadata.labels;
-          if (sel.some((s) => s !== undefined && selects(s, labels))) hit.push(t);
+          const [labels, sels] = t.externalWorkload !== undefined
+            ? [externalWorkload(this.#store, t.namespace, t.externalWorkload)?.metadata.labels, ewSel]
+            : [this.#store.pod(t.namespace, t.pod!)?.metadata.labels, sel];
+          if (sels.some((s) => s !== undefined && selects(s, labels))) hit.push(t);
         }
         this.#mark(hit);
         return;
@@ -187,6 +197,27 @@ export class PolicyHub {
     return this.#attach(t, sub);
   }
 
+  /** As watchInbound, for a port of an ExternalWorkload (a proxy outside the cluster). */
+  watchInboundExternal(ns: string, name: string, port: number, sub: Subscriber): () => void {
+    const key = `in-ew|${ns}|${name}|${port}`;
+    let t = this.#topics.get(key);
+    if (!t) {
+      t = {
+        key,
+        direction: "inbound",
+        namespace: ns,
+        externalWorkload: name,
+        compute: () =>
+          Server.encode(externalWorkloadInboundPolicy(this.#store, this.#cfg, ns, name, port)).finish(),
+        last: undefined,
+        subscribers: new Set(),
+      };
+      t.last = t.compute();
+      this.#register(t);
+    }
+    return this.#attach(t, sub);
+  }
+
   watchOutbound(spec: TrafficSpec, sub: Subscriber): () => void {
     const target = spec.target;
     const what = target?.$case === "addr"
@@ -231,7 +262,7 @@ export class PolicyHub {
         s.add(t);
       };
       add(this.#inByNs, t.namespace);
-      add(this.#inByPod, `${t.namespace}/${t.pod}`);
+      add(this.#inByPod, workloadKey(t));
     } else this.#outbound.add(t);
   }
 
@@ -249,7 +280,7 @@ export class PolicyHub {
         if (s && s.size === 0) m.delete(k);
       };
       del(this.#inByNs, t.namespace);
-      del(this.#inByPod, `${t.namespace}/${t.pod}`);
+      del(this.#inByPod, workloadKey(t));
     } else this.#outbound.delete(t);
   }
 
@@ -263,4 +294,11 @@ export class PolicyHub {
       if (t.subscribers.size === 0) this.#drop(t);
     };
   }
+}
+
+/** The key of an inbound topic's workload in `#inByPod` (ExternalWorkloads prefixed, never a pod name). */
+function workloadKey(t: Topic): string {
+  return t.externalWorkload !== undefined
+    ? `ew:${t.namespace}/${t.externalWorkload}`
+    : `${t.namespace}/${t.pod}`;
 }
