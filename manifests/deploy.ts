@@ -195,6 +195,13 @@ export async function identityStep(
         `rotate it there, not with --issuer-cert/--issuer-key (see docs/identity.md)`,
     );
   }
+  if (external && !existing.anchorsPem) {
+    throw new Error(
+      `secret ${NAMESPACE}/${ISSUER_SECRET} is managed outside deploy (e.g. by cert-manager) but there is no ` +
+        `configmap ${NAMESPACE}/${TRUST_ROOTS_CONFIGMAP}: create it with the anchor that signs that issuer ` +
+        `(kubectl -n ${NAMESPACE} create configmap ${TRUST_ROOTS_CONFIGMAP} --from-file=${TRUST_ROOTS_KEY}=ca.crt)`,
+    );
+  }
   if (external && existing.anchorsPem && existing.issuer) {
     const objects = identityObjects({ anchorsPem: existing.anchorsPem, issuer: existing.issuer })
       .filter((m) => m.kind !== "Secret");
