@@ -17,6 +17,7 @@ import type { WatchHandle } from "./discovery/shared_watch.ts";
 import { Inbound } from "./inbound/inbound.ts";
 import type { InboundPortPolicy } from "./discovery/clients.ts";
 import { InboundHttp } from "./inbound/http/stack.ts";
+import { AccessLog, type LineWriter } from "./inbound/http/access_log.ts";
 import { OutboundHttp } from "./outbound/http/logical.ts";
 import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
@@ -31,6 +32,8 @@ export interface ProxyDeps {
   origDst: OrigDst;
   log: Log;
   store?: CertStore;
+  /** Where the HTTP access log goes (default: stderr, as Linkerd's proxy writes it). */
+  accessLogWriter?: LineWriter;
 }
 
 export interface RunningProxy {
@@ -107,6 +110,9 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
   const inboundHttp = new InboundHttp({
     drain: drain.signal,
     metrics: httpMetrics,
+    accessLog: config.accessLog === undefined
+      ? undefined
+      : new AccessLog(config.accessLog, deps.accessLogWriter ?? Deno.stderr, { registry }),
     connectTimeoutMs: config.inboundConnectTimeoutMs,
     log,
   });
