@@ -5,6 +5,7 @@
  * the rest.
  */
 import { Registry } from "./metrics/registry.ts";
+import { L4RouteMetrics } from "./metrics/l4_route_metrics.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./core/cert_store.ts";
@@ -17,7 +18,6 @@ import type { WatchHandle } from "./discovery/shared_watch.ts";
 import { Inbound } from "./inbound/inbound.ts";
 import type { InboundPortPolicy } from "./discovery/clients.ts";
 import { InboundHttp } from "./inbound/http/stack.ts";
-import { AccessLog, type LineWriter } from "./inbound/http/access_log.ts";
 import { OutboundHttp } from "./outbound/http/logical.ts";
 import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
@@ -32,8 +32,6 @@ export interface ProxyDeps {
   origDst: OrigDst;
   log: Log;
   store?: CertStore;
-  /** Where the HTTP access log goes (default: stderr, as Linkerd's proxy writes it). */
-  accessLogWriter?: LineWriter;
 }
 
 export interface RunningProxy {
@@ -110,9 +108,6 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
   const inboundHttp = new InboundHttp({
     drain: drain.signal,
     metrics: httpMetrics,
-    accessLog: config.accessLog === undefined
-      ? undefined
-      : new AccessLog(config.accessLog, deps.accessLogWriter ?? Deno.stderr, { registry }),
     connectTimeoutMs: config.inboundConnectTimeoutMs,
     log,
   });
@@ -159,6 +154,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     origDst: deps.origDst,
     tls,
     metrics,
+    routeMetrics: new L4RouteMetrics(registry),
     tracker,
     log,
   });

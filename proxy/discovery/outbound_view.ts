@@ -7,6 +7,7 @@ import type { Backend, OutboundPolicy } from "../../proto/gen_messages/outbound.
 import { durationMs } from "../core/duration.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import { compileOutboundPolicy, type OutboundPolicyRoutes } from "../route/outbound.ts";
+import { compileL4, type L4Policy } from "../route/l4.ts";
 
 /** The backend an L4 (opaque or undetected) connection goes to. */
 export type PolicyBackend = { kind: "forward"; endpoint: Endpoint } | { kind: "balancer"; path: string };
@@ -24,6 +25,11 @@ export interface OutboundView {
    */
   readonly http: OutboundPolicyRoutes | undefined;
   readonly httpError: string | undefined;
+  /**
+   * The compiled opaque or TLS routes (route choice, refusals, backends). After an update whose
+   * routes do not compile, the previous ones; undefined when the policy has none.
+   */
+  readonly l4Routes: L4Policy | undefined;
 }
 
 function fromBackend(b: Backend | undefined): PolicyBackend | undefined {
@@ -97,5 +103,11 @@ export function outboundView(prev: OutboundView | undefined, msg: OutboundPolicy
   } catch (e) {
     httpError = (e as Error).message;
   }
-  return { protocol: k?.$case, detectTimeoutMs, l4: policyBackend(msg), http, httpError };
+  let l4Routes: L4Policy | undefined;
+  try {
+    l4Routes = compileL4(msg);
+  } catch {
+    l4Routes = prev?.l4Routes;
+  }
+  return { protocol: k?.$case, detectTimeoutMs, l4: policyBackend(msg), http, httpError, l4Routes };
 }

@@ -20,7 +20,12 @@ import type { ConnTracker } from "../transport/conn_tracker.ts";
 import { forward } from "../transport/forward.ts";
 import type { OrigDst } from "../transport/orig_dst.ts";
 import type { MeshTls } from "../transport/tls.ts";
-import { resolveOutbound, type Target } from "./resolve.ts";
+import { endpointTarget, resolveOutbound, type Target, viaDestination } from "./resolve.ts";
+import { chooseL4Backend, type L4Policy, selectL4Route } from "../route/l4.ts";
+import { l4RouteLabels, type L4RouteMetrics } from "../metrics/l4_route_metrics.ts";
+import { MAX_HELLO_BYTES, parseClientHello } from "../transport/client_hello.ts";
+import { peek } from "../transport/peek.ts";
+import { type Rng, systemRng } from "../core/rng.ts";
 
 /** How long a new destination's first connection waits for its ServiceProfile. */
 const PROFILE_WAIT_MS = 1000;
@@ -39,6 +44,9 @@ export interface OutboundOptions {
   metrics: TcpMetrics;
   tracker: ConnTracker;
   log: Log;
+  /** Per-route connection metrics of opaque and TLS routes (`outbound_{tcp,tls}_route_*`). */
+  routeMetrics?: L4RouteMetrics;
+  rng?: Rng;
 }
 
 export class Outbound {
@@ -90,12 +98,12 @@ export class Outbound {
     return { socket, labels: { tls: "true", server_id: t.identity } };
   }
 
-  /** The HTTP version to serve the connection with, or undefined for TCP. */
+  /** The HTTP version to serve the connection with (undefined for TCP), and the policy it came from. */
   async #httpProtocol(
     sock: net.Socket,
     dst: { ip: string; port: number },
     target: string,
-  ): Promise<"http1" | "http2" | undefined> {
+  ): Promise<{ http: "http1" | "http2" | undefined; policy?: OutboundView }> {
     const o = this.#o;
     const h = o.discovery.outbound.subscribe({ ip: dst.ip, port: dst.port });
     const p = o.discovery.profile.subscribe(addrKey(dst.ip, dst.port));
@@ -109,7 +117,7 @@ export class Outbound {
         profileWait > 0 ? p.ready(profileWait) : p.current(),
       ]);
       // The profile's opaque_protocol wins over the policy (Linkerd's order).
-      if (fv.state?.opaqueProtocol) return undefined;
+      if (fv.state?.opaqueProtocol) return { http: undefined };
       policy = pv.state;
     } finally {
       h.release();
@@ -117,10 +125,10 @@ export class Outbound {
     }
     switch (policy?.protocol) {
       case "http1":
-        return "http1";
+        return { http: "http1", policy };
       case "http2":
       case "grpc":
-        return "http2";
+        return { http: "http2", policy };
       case "detect": {
         const d = await detectProtocol(sock, policy.detectTimeoutMs ?? o.detectTimeoutMs);
         if (d.timedOut) {
@@ -130,11 +138,80 @@ export class Outbound {
             `outbound ${addrKey(dst.ip, dst.port)}: protocol detection timed out, forwarding as TCP`,
           );
         }
-        return d.protocol === "opaque" ? undefined : d.protocol;
+        return { http: d.protocol === "opaque" ? undefined : d.protocol, policy };
       }
       default:
-        return undefined;
+        return { http: undefined, policy };
     }
+  }
+
+  /**
+   * A TCP connection under the policy's opaque or TLS routes: the route (TLS: by SNI), its refusal
+   * (an EgressNetwork's Deny is a `forbidden` route: the connection is closed, as Linkerd refuses
+   * it), then its backend. Returns the target to connect to and the route's close counter, or
+   * undefined when the connection was refused (and closed here).
+   */
+  async #viaRoutes(
+    sock: net.Socket,
+    dst: { ip: string; port: number },
+    target: string,
+    l4: L4Policy,
+  ): Promise<{ resolved: Target; done: (error?: string) => void } | undefined> {
+    const o = this.#o;
+    let sni: string | undefined;
+    if (l4.protocol === "tls") {
+      const p = await peek(
+        sock,
+        (b) => parseClientHello(b).kind !== "incomplete",
+        MAX_HELLO_BYTES,
+        o.detectTimeoutMs,
+      );
+      const h = parseClientHello(p.bytes);
+      sni = h.kind === "tls" ? h.sni : undefined;
+    }
+    const route = selectL4Route(l4, sni);
+    if (!route) {
+      this.#fail(sock, "no_route", target, `no ${l4.protocol} route matches${sni ? ` SNI ${sni}` : ""}`);
+      return undefined;
+    }
+    const labels = l4RouteLabels(l4.parent, route.meta, l4.protocol === "tls" ? sni ?? "" : undefined);
+    const done = o.routeMetrics?.open(l4.protocol, labels) ?? (() => {});
+    const routeName = `${route.meta.kind} ${
+      route.meta.namespace ? `${route.meta.namespace}/` : ""
+    }${route.meta.name}`;
+    if (route.refused) {
+      const error = route.refused === "forbidden" ? "forbidden" : "invalid_backend";
+      done(error);
+      this.#fail(sock, error, target, `refused by ${routeName} (${route.refused})`);
+      return undefined;
+    }
+    const b = chooseL4Backend(route, o.rng ?? systemRng);
+    const why = !b
+      ? "the route has no backends"
+      : b.refused ?? (b.target.kind === "invalid" ? b.target.message : undefined);
+    if (!b || why) {
+      done("invalid_backend");
+      this.#fail(sock, "invalid_backend", target, `${routeName}: ${why}`);
+      return undefined;
+    }
+    let resolved: Target;
+    try {
+      const t = b.target;
+      if (t.kind === "balancer") {
+        resolved = await viaDestination(o.discovery, t.path, dst, o.discoveryTimeoutMs);
+      } else if (t.kind === "forward" && t.endpoint.identity) resolved = endpointTarget(t.endpoint);
+      else if (t.kind === "forward" && l4.parent.kind === "EgressNetwork") {
+        // Egress leaves the cluster: nothing there is meshed, so connect to the address as is.
+        resolved = { kind: "plain", ip: t.endpoint.ip, port: t.endpoint.port, reason: "egress" };
+      } else {
+        resolved = await viaDestination(o.discovery, addrKey(dst.ip, dst.port), dst, o.discoveryTimeoutMs);
+      }
+    } catch (e) {
+      done("discovery");
+      this.#fail(sock, "discovery", target, (e as Error).message);
+      return undefined;
+    }
+    return { resolved, done };
   }
 
   async #handle(sock: net.Socket): Promise<void> {
@@ -152,8 +229,9 @@ export class Outbound {
       return;
     }
     let http: "http1" | "http2" | undefined;
+    let policy: OutboundView | undefined;
     try {
-      http = await this.#httpProtocol(sock, dst, target);
+      ({ http, policy } = await this.#httpProtocol(sock, dst, target));
     } catch (e) {
       if (e instanceof DetectError) {
         sock.destroy();
@@ -170,17 +248,26 @@ export class Outbound {
       return;
     }
     let resolved: Target;
-    try {
-      resolved = await resolveOutbound(o.discovery, dst, o.discoveryTimeoutMs);
-    } catch (e) {
-      this.#fail(sock, "discovery", target, (e as Error).message);
-      return;
+    let done: (error?: string) => void = () => {};
+    if (policy?.l4Routes) {
+      const r = await this.#viaRoutes(sock, dst, target, policy.l4Routes);
+      if (!r) return;
+      ({ resolved, done } = r);
+    } else {
+      try {
+        resolved = await resolveOutbound(o.discovery, dst, o.discoveryTimeoutMs);
+      } catch (e) {
+        this.#fail(sock, "discovery", target, (e as Error).message);
+        return;
+      }
     }
     let up;
     try {
       up = await this.#connect(resolved);
     } catch (e) {
-      this.#fail(sock, resolved.kind === "meshed" ? "tls_connect" : "connect", target, (e as Error).message);
+      const error = resolved.kind === "meshed" ? "tls_connect" : "connect";
+      done(error);
+      this.#fail(sock, error, target, (e as Error).message);
       return;
     }
     o.tracker.add(up.socket);
@@ -189,7 +276,10 @@ export class Outbound {
     forward(sock, up.socket, {
       aToB: rec.write,
       bToA: rec.read,
-      closed: (e) => rec.close(e?.code),
+      closed: (e) => {
+        rec.close(e?.code);
+        done(e?.code);
+      },
     });
   }
 }

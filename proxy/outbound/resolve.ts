@@ -54,7 +54,8 @@ export function pickEndpoint(
   return all[Math.floor(Math.random() * all.length)];
 }
 
-async function viaDestination(
+/** The target Destination.Get(`path`) gives for `dst` (plain when it knows no endpoint). */
+export async function viaDestination(
   d: Discovery,
   path: string,
   dst: SocketAddr,

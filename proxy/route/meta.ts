@@ -7,6 +7,8 @@ export interface RouteMeta {
   readonly name: string;
   readonly namespace: string;
   readonly section: string;
+  /** The resource's port (a parent's), when the metadata names one. */
+  readonly port?: number;
 }
 
 export class RouteConfigError extends Error {
@@ -20,7 +22,8 @@ export function routeMeta(m: Metadata | undefined, what: string): RouteMeta {
   if (k.$case === "default") return { group: "", kind: "default", name: k.value, namespace: "", section: "" };
   const r = k.value;
   if (!r.kind || !r.name) throw new RouteConfigError(`${what} metadata resource lacks kind or name`);
-  return { group: r.group, kind: r.kind, name: r.name, namespace: r.namespace, section: r.section };
+  const out = { group: r.group, kind: r.kind, name: r.name, namespace: r.namespace, section: r.section };
+  return r.port ? { ...out, port: r.port } : out;
 }
 
 /** `name` for messages: "HTTPRoute ns/name" or "default name". */

@@ -84,6 +84,8 @@ const GEN_MESSAGES_IMPORTERS: readonly string[] = [
   "proxy/route/grpc_match.ts",
   "proxy/route/http_match.ts",
   "proxy/route/http_match_test.ts",
+  "proxy/route/l4.ts",
+  "proxy/route/l4_test.ts",
   "proxy/route/local_rate_limit.ts",
   "proxy/route/meta.ts",
   "proxy/route/method.ts",
