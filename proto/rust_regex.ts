@@ -21,6 +21,8 @@
  * escapes of letters/digits, constructs that could match invalid UTF-8 under `(?-u)`.
  * Weft's own limits: counted repetition above 1000 (Rust bounds the compiled size instead); Unicode
  * properties JavaScript lacks (Age, Grapheme_Cluster_Break, Word_Break, Sentence_Break).
+ * Not the same: match time. Rust regex is linear-time; V8 backtracks, so nested repetition such as
+ * `(a+)+b` is exponential on crafted input (docs/policy.md, "Regular expressions").
  */
 import { BINARY_PROPERTIES, GENERAL_CATEGORIES, SCRIPTS } from "./rust_regex_names.ts";
 

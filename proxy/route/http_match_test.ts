@@ -270,3 +270,22 @@ Deno.test("HTTP route compile: a pattern Rust regex refuses is a route error nam
       e instanceof RouteConfigError && /HTTPRoute ns\/la rule 0 match 0 path: .*look-around/.test(e.message),
   );
 });
+
+Deno.test("HTTP route match: header regexes skip values that are not visible ASCII, as Linkerd's proxy does", () => {
+  const find = table([
+    httpRoute("r", [
+      rule(
+        [{ ...pathPrefix("/"), headers: [{ name: "x-v", value: { $case: "regex", value: ".*" } }] }],
+        backendNamed("any"),
+      ),
+    ]),
+  ]);
+  assert.equal(find("GET", "/", undefined, ["x-v", "plain\tvalue"]), "any");
+  // A header value is held one char per byte; "\xc3\xa9" is "é" in UTF-8, which Linkerd's to_str() refuses.
+  assert.equal(find("GET", "/", undefined, ["x-v", "caf\xc3\xa9"]), "none");
+  assert.equal(
+    find("GET", "/", undefined, ["x-v", "caf\xc3\xa9", "x-v", "ok"]),
+    "any",
+    "another value may match",
+  );
+});
