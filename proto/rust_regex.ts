@@ -399,7 +399,8 @@ class Translator {
       case "z":
         return assertion("$");
       case "b": {
-        if (this.peek() === "{") {
+        // `\b{2}` is a counted repetition of `\b`, not a special word boundary.
+        if (this.peek() === "{" && !isDigit(this.peek(1)) && !isSpace(this.peek(1))) {
           const close = this.cs.indexOf("}", this.pos);
           const kind = close < 0 ? "" : this.cs.slice(this.pos + 1, close).join("");
           const forms: Record<string, string> = {

@@ -126,6 +126,8 @@ Deno.test("assertions: \\A \\z \\b (Unicode word characters) and its Rust 1.10 f
   assert.ok(compileRustRegex("\\bfoo\\b").test("é foo") && !compileRustRegex("\\bfoo\\b").test("éfoo"));
   assert.ok(compileRustRegex("\\<foo\\>").test("a foo b") && !compileRustRegex("\\<oo").test("foo"));
   assert.ok(compileRustRegex("\\b{start}x\\b{end}").test("x") && compileRustRegex("x\\B").test("xy"));
+  assert.ok(compileRustRegex("\\b{2}x").test(" x"), "\\b{2} is a repetition of \\b, not a special boundary");
+  refused("\\b{foo}", /\\b\{start\}/);
 });
 
 Deno.test("repetition: bounds, lazy, repeated repetition", () => {
