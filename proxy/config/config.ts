@@ -74,6 +74,8 @@ export interface ProxyConfig {
   controlStream: { initialTimeoutMs?: number; idleTimeoutMs?: number; lifetimeMs?: number };
   shutdownEndpointEnabled: boolean;
   shutdownGracePeriodMs: number;
+  /** LINKERD2_PROXY_ACCESS_LOG: the inbound HTTP access log's format; undefined: off. */
+  accessLog: "apache" | "json" | undefined;
 }
 
 export type Env = (name: string) => string | undefined;
@@ -246,5 +248,11 @@ export function resolveProxyConfig(env: Env): ProxyConfig {
     },
     shutdownEndpointEnabled: shutdown === undefined ? false : parseBool(E.shutdownEndpointEnabled, shutdown),
     shutdownGracePeriodMs: duration(env, SHUTDOWN_GRACE_PERIOD_ENV, 120_000),
+    accessLog: accessLogFormat(optional(env, E.accessLog)),
   };
+}
+
+function accessLogFormat(v: string | undefined): "apache" | "json" | undefined {
+  if (v === undefined || v === "apache" || v === "json") return v;
+  throw new ConfigError(ProxyEnv.accessLog, `"${v}" is not an access log format; want apache or json`);
 }

@@ -97,3 +97,10 @@ Deno.test("proxy config: duration and port-set formats", () => {
   assert.deepEqual([...parsePortSet("X", " 1 ,3-4,")], [1, 3, 4]);
   assert.throws(() => parsePortSet("X", "5-4"), /ends before/);
 });
+
+Deno.test("proxy config: LINKERD2_PROXY_ACCESS_LOG is apache, json or unset", () => {
+  assert.equal(resolve({}).accessLog, undefined);
+  assert.equal(resolve({ [ProxyEnv.accessLog]: "apache" }).accessLog, "apache");
+  assert.equal(resolve({ [ProxyEnv.accessLog]: "json" }).accessLog, "json");
+  throwsNaming(ProxyEnv.accessLog, { [ProxyEnv.accessLog]: "/var/log/access" }, /want apache or json/);
+});

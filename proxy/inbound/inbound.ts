@@ -319,6 +319,9 @@ export class Inbound {
           port,
           targetAddr: target,
           conn: { clientIp, tls: clientTls },
+          clientAddr: clientIp.includes(":")
+            ? `[${clientIp}]:${sock.remotePort}`
+            : `${clientIp}:${sock.remotePort}`,
           tls: tlsLabels,
           policy: () => (h.current().state ?? initial).http,
         });

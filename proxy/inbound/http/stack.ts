@@ -36,6 +36,7 @@ import { Http2Connection } from "../../http/h2/client.ts";
 import { serveHttp2 } from "../../http/h2/server.ts";
 import { type HttpResponse, type HttpService, isGrpc } from "../../http/message.ts";
 import { markDowngradedResponse, takeOrigProto } from "../../http/orig_proto.ts";
+import type { AccessLog } from "./access_log.ts";
 
 /** `ip:port`, with brackets around an IPv6 address. */
 function addrKey(ip: string, port: number): string {
@@ -49,6 +50,8 @@ export interface InboundHttpDeps {
   /** Aborted when the proxy starts draining: connections finish their requests and close. */
   drain?: AbortSignal;
   rng?: Rng;
+  /** LINKERD2_PROXY_ACCESS_LOG: one line per request; absent, requests cost nothing extra. */
+  accessLog?: AccessLog;
 }
 
 export interface InboundHttpConn {
@@ -59,6 +62,8 @@ export interface InboundHttpConn {
   /** Original destination, for `target_addr`. */
   targetAddr: string;
   conn: ConnMeta;
+  /** The client's `ip:port`, for the access log (the IP alone when absent). */
+  clientAddr?: string;
   tls: TlsLabels;
   /** The port's current HTTP policy (read per request, so policy updates apply to open connections). */
   policy: () => HttpServerPolicy;
@@ -224,7 +229,14 @@ export class InboundHttp {
 
   /** Serves the connection until it closes. */
   async serve(sock: net.Socket, version: "http1" | "http2", c: InboundHttpConn): Promise<void> {
-    const svc = this.#service(c, true);
+    let svc = this.#service(c, true);
+    const accessLog = this.#deps.accessLog;
+    if (accessLog !== undefined) {
+      svc = accessLog.wrap(svc, {
+        clientAddr: c.clientAddr ?? c.conn.clientIp,
+        clientId: c.conn.tls?.clientId,
+      });
+    }
     const drain = this.#deps.drain;
     if (version === "http2") {
       await serveHttp2(sock, svc, { log: this.#deps.log, drain }).closed;
