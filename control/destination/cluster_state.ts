@@ -16,7 +16,7 @@ import {
 } from "../k8s/mod.ts";
 import type { EndpointSlice, Pod, Server, Service, ServiceProfile } from "./k8s_types.ts";
 import { type Lookups, sliceServiceName } from "./endpoints.ts";
-import { EXTERNAL_WORKLOADS, type ExternalWorkload } from "../k8s/external_workload.ts";
+import { EXTERNAL_WORKLOADS, type ExternalWorkload, externalWorkloadIps } from "../k8s/external_workload.ts";
 
 export type SourceFactory = <T extends KubeObject>(ref: ResourceRef) => EventSource<T>;
 
@@ -124,7 +124,7 @@ export class ClusterState {
     this.externalWorkloads = (opts.watchExternalWorkloads ?? opts.watchServers) === false
       ? undefined
       : make<ExternalWorkload>("externalworkloads", EXTERNAL_WORKLOADS, {
-        indexers: { namespace: (w) => [w.metadata.namespace ?? ""] },
+        indexers: { namespace: (w) => [w.metadata.namespace ?? ""], ip: (w) => externalWorkloadIps(w, true) },
       });
   }
 

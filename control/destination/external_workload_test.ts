@@ -242,3 +242,31 @@ Deno.test("ExternalWorkload: slices naming a workload (as Linkerd's controller w
     await f.stop();
   }
 });
+
+Deno.test("ExternalWorkload: GetProfile of a workload's address is its endpoint profile, following the workload", async () => {
+  const f = await fixture();
+  try {
+    f.apply("externalworkloads", ew("vm-a", "192.0.2.10"));
+    const p = f.profile("192.0.2.10:8080");
+    const first = await p.next();
+    assert.equal(first.opaqueProtocol, false);
+    assert.deepEqual(first.endpoint?.tlsIdentity?.strategy, {
+      $case: "uriLikeIdentity",
+      value: { uri: SPIFFE },
+    });
+    assert.equal(first.endpoint?.metricLabels.external_workload, "vm-a");
+    f.apply(
+      "externalworkloads",
+      ew("vm-a", "192.0.2.10", { annotations: { "config.linkerd.io/opaque-ports": "8080" } }),
+    );
+    const next = await p.next();
+    assert.equal(next.opaqueProtocol, true);
+    assert.equal(next.endpoint?.protocolHint?.protocol?.$case, "opaque");
+    // An address no pod or workload has: a bare endpoint.
+    const bare = await f.profile("192.0.2.99:8080").next();
+    assert.equal(bare.endpoint?.tlsIdentity, undefined);
+    p.cancel();
+  } finally {
+    await f.stop();
+  }
+});

@@ -16,6 +16,12 @@ import { opaquePortList, portListHas } from "./port_list.ts";
 import { DEFAULT_RETRY_BUDGET, defaultProfile, translateProfile } from "./profile_translate.ts";
 import type { Subscriber } from "./endpoint_index.ts";
 import { isOpaqueByAnnotation, isOpaqueByServer } from "./workload.ts";
+import { type ExternalWorkload, externalWorkloadIps } from "../k8s/external_workload.ts";
+import {
+  externalWorkloadAddr,
+  externalWorkloadOpaqueByAnnotation,
+  externalWorkloadOpaqueByServer,
+} from "./external_workload_endpoints.ts";
 
 interface ProfileTopic {
   key: string;
@@ -79,6 +85,10 @@ export class ProfileIndex {
     on(state.namespaces, byNs);
     on(state.servers, byNs);
     on(state.pods, byPod);
+    on(state.externalWorkloads, (o: ExternalWorkload) => {
+      const ips = new Set(externalWorkloadIps(o, true));
+      this.#markWhere((t) => t.ip !== undefined && ips.has(t.ip));
+    });
   }
 
   #markWhere(pred: (t: ProfileTopic) => boolean): void {
@@ -112,7 +122,7 @@ export class ProfileIndex {
   }
 
   /** Resolves what a target means now; throws RequestError for targets with no profile. */
-  #resolve(target: Target): { service?: Service; pod?: Pod; ip?: string } {
+  #resolve(target: Target): { service?: Service; pod?: Pod; ew?: ExternalWorkload; ip?: string } {
     if (target.kind === "service") {
       const svc = this.#state.services.get(target.namespace, target.service);
       if (svc?.spec?.type === "ExternalName") {
@@ -136,7 +146,9 @@ export class ProfileIndex {
     const pods = this.#state.pods.byIndex("ip", target.ip).filter((p) =>
       p.status?.phase === "Running" || p.status?.phase === "Pending"
     );
-    return { pod: pods[0], ip: target.ip };
+    if (pods.length > 0) return { pod: pods[0], ip: target.ip };
+    // An ExternalWorkload's address (mesh expansion), as Linkerd resolves it after pods.
+    return { ew: this.#state.externalWorkloads?.byIndex("ip", target.ip)[0], ip: target.ip };
   }
 
   #compute(t: ProfileTopic): Uint8Array {
@@ -169,7 +181,22 @@ export class ProfileIndex {
       }
       return DestinationProfile.encode(defaultProfile(fqn)).finish();
     }
+    if (r.ew) return this.#externalWorkloadProfile(target.ip, port, r.ew);
     return this.#endpointProfile(target.ip, port, r.pod);
+  }
+
+  #externalWorkloadProfile(ip: string, port: number, ew: ExternalWorkload): Uint8Array {
+    const servers = this.#lookups.servers(ew.metadata.namespace ?? "");
+    const zone = ew.metadata.labels?.["topology.kubernetes.io/zone"];
+    return DestinationProfile.encode({
+      routes: [],
+      retryBudget: DEFAULT_RETRY_BUDGET,
+      dstOverrides: [],
+      opaqueProtocol: externalWorkloadOpaqueByServer(ew, port, servers) ||
+        externalWorkloadOpaqueByAnnotation(ew, port, this.#config),
+      fullyQualifiedName: "",
+      endpoint: externalWorkloadAddr(ew, ip, port, zone, servers, this.#config),
+    }).finish();
   }
 
   #podByHostname(ns: string, svc: string, hostname: string): Pod | undefined {
