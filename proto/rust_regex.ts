@@ -21,10 +21,12 @@
  * escapes of letters/digits, constructs that could match invalid UTF-8 under `(?-u)`.
  * Weft's own limits: counted repetition above 1000 (Rust bounds the compiled size instead); Unicode
  * properties JavaScript lacks (Age, Grapheme_Cluster_Break, Word_Break, Sentence_Break).
- * Not the same: match time. Rust regex is linear-time; V8 backtracks, so nested repetition such as
- * `(a+)+b` is exponential on crafted input (docs/policy.md, "Regular expressions").
+ * Match time: Rust regex is linear-time, V8 backtracks (exponential on `(a+)+b` and crafted input), so the
+ * matchers used on request values (WholeValueRegex, SearchRegex) run the parsed pattern on a Pike VM
+ * (proto/rust_regex_vm.ts); the translated RegExp is used to test single characters and assertions only.
  */
 import { BINARY_PROPERTIES, GENERAL_CATEGORIES, SCRIPTS } from "./rust_regex_names.ts";
+import { type Node, Program, ProgramTooLarge } from "./rust_regex_vm.ts";
 
 /** A pattern Rust regex (and so weft) refuses; `offset` counts characters (code points) from 0. */
 export class RustRegexError extends Error {
@@ -42,8 +44,14 @@ export const MAX_REPEAT = 1000;
 type Flags = { i: boolean; m: boolean; s: boolean; U: boolean; u: boolean; x: boolean; R: boolean };
 const DEFAULT_FLAGS: Flags = { i: false, m: false, s: false, U: false, u: true, x: false, R: false };
 
-/** An emitted piece; `atom` when a JS quantifier may follow it directly. */
-type Item = { src: string; atom: boolean };
+/** An emitted piece; `atom` when a JS quantifier may follow it directly; `node` for the linear-time matcher. */
+type Item = { src: string; atom: boolean; node: Node };
+/** A translated (sub)pattern: JS source and the same structure as a tree. */
+type Piece = { src: string; node: Node };
+
+/** One code point matched by `src` (a literal, class, dot or class escape). */
+const charItem = (src: string): Item => ({ src, atom: true, node: { t: "char", src } });
+const assertItem = (src: string): Item => ({ src, atom: false, node: { t: "assert", src } });
 
 /** Class contents (inside `[...]`) for the Perl classes. */
 const UNICODE_WORD = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\p{Join_Control}";
@@ -123,16 +131,17 @@ class Translator {
     }
   }
 
-  translate(): string {
-    const src = this.alternation({ ...DEFAULT_FLAGS }, 0);
+  translate(): Piece {
+    const piece = this.alternation({ ...DEFAULT_FLAGS }, 0);
     if (this.pos < this.cs.length) this.fail("unopened group: ')' without a matching '('");
-    return src;
+    return piece;
   }
 
   /** A sequence of alternatives up to an unconsumed `)` or the end; flags set inline last to the end. */
-  alternation(outer: Flags, depth: number): string {
+  alternation(outer: Flags, depth: number): Piece {
     const f = { ...outer };
     const alts: string[] = [];
+    const altNodes: Node[] = [];
     let seq: Item[] = [];
     let last: Item | undefined;
     for (;;) {
@@ -143,6 +152,7 @@ class Translator {
       if (c === "|") {
         this.pos++;
         alts.push(seq.map((x) => x.src).join(""));
+        altNodes.push({ t: "cat", items: seq.map((x) => x.node) });
         seq = [];
         last = undefined;
         continue;
@@ -151,7 +161,11 @@ class Translator {
         if (!last) this.fail("repetition operator missing expression");
         const q = this.quantifier(f);
         const base = last.atom ? last.src : `(?:${last.src})`;
-        last = { src: base + q, atom: false };
+        last = {
+          src: base + q.text,
+          atom: false,
+          node: { t: "rep", node: last.node, min: q.min, max: q.max, greedy: q.greedy },
+        };
         seq[seq.length - 1] = last;
         continue;
       }
@@ -165,25 +179,23 @@ class Translator {
         }
         item = g;
       } else if (c === "[") {
-        item = { src: this.bracketClass(f, depth + 1), atom: true };
+        item = charItem(this.bracketClass(f, depth + 1));
       } else if (c === "\\") {
         item = this.escapeItem(this.escape(f, false), f);
       } else if (c === ".") {
         this.pos++;
         if (!f.u) this.fail("'.' with Unicode mode off (?-u) can match invalid UTF-8", at);
-        item = { src: f.s ? "[\\u{0}-\\u{10ffff}]" : f.R ? "[^\\u{a}\\u{d}]" : "[^\\u{a}]", atom: true };
+        item = charItem(f.s ? "[\\u{0}-\\u{10ffff}]" : f.R ? "[^\\u{a}\\u{d}]" : "[^\\u{a}]");
       } else if (c === "^") {
         this.pos++;
-        item = {
-          src: !f.m ? "^" : f.R ? "(?:^|(?<=\\u{a})|(?<=\\u{d})(?!\\u{a}))" : "(?:^|(?<=\\u{a}))",
-          atom: false,
-        };
+        item = assertItem(
+          !f.m ? "^" : f.R ? "(?:^|(?<=\\u{a})|(?<=\\u{d})(?!\\u{a}))" : "(?:^|(?<=\\u{a}))",
+        );
       } else if (c === "$") {
         this.pos++;
-        item = {
-          src: !f.m ? "$" : f.R ? "(?:$|(?=\\u{d})|(?<!\\u{d})(?=\\u{a}))" : "(?:$|(?=\\u{a}))",
-          atom: false,
-        };
+        item = assertItem(
+          !f.m ? "$" : f.R ? "(?:$|(?=\\u{d})|(?<!\\u{d})(?=\\u{a}))" : "(?:$|(?=\\u{a}))",
+        );
       } else {
         this.pos++;
         item = this.literal(c.codePointAt(0)!, f);
@@ -192,41 +204,45 @@ class Translator {
       last = item;
     }
     alts.push(seq.map((x) => x.src).join(""));
-    return alts.join("|");
+    altNodes.push({ t: "cat", items: seq.map((x) => x.node) });
+    return { src: alts.join("|"), node: altNodes.length === 1 ? altNodes[0] : { t: "alt", alts: altNodes } };
   }
 
   literal(cp: number, f: Flags): Item {
-    if (!f.i) return { src: emitChar(cp), atom: true };
+    if (!f.i) return charItem(emitChar(cp));
     if (!f.u) {
       // ASCII-only case folding: a letter and its other case, nothing else.
       const c = String.fromCodePoint(cp);
-      if (/^[A-Za-z]$/.test(c)) return { src: `[${c.toLowerCase()}${c.toUpperCase()}]`, atom: true };
-      return { src: emitChar(cp), atom: true };
+      if (/^[A-Za-z]$/.test(c)) return charItem(`[${c.toLowerCase()}${c.toUpperCase()}]`);
+      return charItem(emitChar(cp));
     }
     // Only characters with other cases need the modifier group.
     const c = String.fromCodePoint(cp);
-    return { src: CASED.test(c) ? `(?i:${emitChar(cp)})` : emitChar(cp), atom: true };
+    return charItem(CASED.test(c) ? `(?i:${emitChar(cp)})` : emitChar(cp));
   }
 
   escapeItem(e: Escape, f: Flags): Item {
     if (e.kind === "char") return this.literal(e.cp, f);
-    if (e.kind === "assert") return { src: e.src, atom: false };
+    if (e.kind === "assert") return assertItem(e.src);
     const cls = `[${e.negated ? "^" : ""}${e.contents}]`;
-    return { src: f.i ? `(?i:${cls})` : cls, atom: true };
+    return charItem(f.i ? `(?i:${cls})` : cls);
   }
 
   /** `*`, `+`, `?` or `{n}`, `{n,}`, `{n,m}`, then an optional `?`; greediness flipped by `U`. */
-  quantifier(f: Flags): string {
+  quantifier(f: Flags): { text: string; min: number; max: number | undefined; greedy: boolean } {
     const at = this.pos;
     let q: string;
+    let min: number, max: number | undefined;
     const c = this.peek()!;
     this.pos++;
-    if (c !== "{") q = c;
-    else {
+    if (c !== "{") {
+      q = c;
+      [min, max] = c === "*" ? [0, undefined] : c === "+" ? [1, undefined] : [0, 1];
+    } else {
       this.skipTrivia(f);
-      const min = this.decimal(at);
+      min = this.decimal(at);
       this.skipTrivia(f);
-      let max: number | undefined = min;
+      max = min;
       if (this.peek() === ",") {
         this.pos++;
         this.skipTrivia(f);
@@ -249,7 +265,8 @@ class Translator {
       this.pos++;
       lazy = true;
     }
-    return lazy !== f.U ? `${q}?` : q;
+    const greedy = lazy === f.U;
+    return { text: greedy ? q : `${q}?`, min, max, greedy };
   }
 
   decimal(at: number): number {
@@ -299,7 +316,7 @@ class Translator {
     const body = this.alternation(inner, depth);
     if (this.peek() !== ")") this.fail("unclosed group", at);
     this.pos++;
-    return { src: `(?:${body})`, atom: true };
+    return { src: `(?:${body.src})`, atom: true, node: body.node };
   }
 
   /** After `(?P<` or `(?<`: a capture name (captures do not matter for matching, but names must be valid). */
@@ -646,7 +663,12 @@ function lookupName(name: string): string | undefined {
 
 /** The JavaScript source (for the `v` flag) equivalent to a Rust regex; throws RustRegexError. */
 export function translateRustRegex(pattern: string): string {
-  return new Translator(pattern).translate();
+  return new Translator(pattern).translate().src;
+}
+
+/** The pattern's structure for the linear-time matcher (proto/rust_regex_vm.ts); throws RustRegexError. */
+export function parseRustRegex(pattern: string): Node {
+  return new Translator(pattern).translate().node;
 }
 
 /** The flags every translated pattern is compiled with (see the module comment for why `v`). */
@@ -670,9 +692,36 @@ export function compileRustRegex(pattern: string): RegExp {
 export function rustRegexProblem(pattern: string): string | undefined {
   try {
     compileRustRegex(pattern);
+    new WholeValueRegex(pattern);
     return undefined;
   } catch (e) {
     return (e as Error).message;
+  }
+}
+
+function program(pattern: string, search: boolean): Program {
+  const node = parseRustRegex(pattern);
+  try {
+    return new Program(node, search);
+  } catch (e) {
+    if (e instanceof ProgramTooLarge) throw new RustRegexError(0, `${e.message} (weft's limit)`);
+    throw new RustRegexError(0, `the JavaScript engine refused a translated piece: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Rust's `is_match`: is there a match anywhere in the value? Linear time in the value's length (a Pike VM,
+ * proto/rust_regex_vm.ts), as with Rust regex, whatever the pattern.
+ */
+export class SearchRegex {
+  readonly #prog: Program;
+
+  constructor(readonly pattern: string) {
+    this.#prog = program(pattern, true);
+  }
+
+  test(value: string): boolean {
+    return this.#prog.run(value, true) >= 0;
   }
 }
 
@@ -692,14 +741,14 @@ export function anchorProfilePathRegex(source: string): string {
  * `/a|/ab`, "/ab" does not match, because the preferred match is "/a".
  */
 export class WholeValueRegex {
-  readonly #re: RegExp;
+  readonly #prog: Program;
 
   constructor(readonly pattern: string) {
-    this.#re = new RegExp(`^(?:${translateRustRegex(pattern)})`, RUST_REGEX_JS_FLAGS);
+    this.#prog = program(pattern, false);
   }
 
+  /** Linear time in the value's length, like Rust regex (a Pike VM, not V8's backtracking). */
   test(value: string): boolean {
-    const m = this.#re.exec(value);
-    return m !== null && m[0].length === value.length;
+    return this.#prog.run(value, false) === value.length;
   }
 }

@@ -13,7 +13,7 @@
  * without the query.
  */
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
-import { anchorProfilePathRegex, compileRustRegex } from "../../proto/rust_regex.ts";
+import { anchorProfilePathRegex, SearchRegex } from "../../proto/rust_regex.ts";
 import type {
   DestinationProfile,
   RequestMatch,
@@ -113,9 +113,9 @@ function compileCondition(
       return c ? (method, path) => !c(method, path) : undefined;
     }
     case "path": {
-      let re: RegExp;
+      let re: SearchRegex;
       try {
-        re = compileRustRegex(anchorProfilePathRegex(k.value.regex));
+        re = new SearchRegex(anchorProfilePathRegex(k.value.regex));
       } catch (e) {
         warn(`${what}: invalid pathRegex ${JSON.stringify(k.value.regex)}: ${(e as Error).message}`);
         return undefined;
