@@ -19,7 +19,8 @@
  * not "before a final newline". Leftmost-first match preference is the same as a backtracking engine's.
  * Refused, as Rust refuses them: backreferences, look-around, atomic groups, `\Q...\E`, `{,n}`, unknown
  * escapes of letters/digits, constructs that could match invalid UTF-8 under `(?-u)`.
- * Weft's own limits: counted repetition above 1000 (Rust bounds the compiled size instead); Unicode
+ * Weft's own limits: counted repetition above 100 000 and programs above 100 000 instructions (Rust bounds
+ * the compiled size instead); Unicode
  * properties JavaScript lacks (Age, Grapheme_Cluster_Break, Word_Break, Sentence_Break).
  * Match time: Rust regex is linear-time, V8 backtracks (exponential on `(a+)+b` and crafted input), so the
  * matchers used on request values (WholeValueRegex, SearchRegex) run the parsed pattern on a Pike VM
@@ -39,7 +40,7 @@ export class RustRegexError extends Error {
 /** Rust's default nesting limit for groups and classes. */
 const NEST_LIMIT = 250;
 /** Weft's bound on `{n,m}` counts; Rust has no fixed bound but a compiled-size limit. */
-export const MAX_REPEAT = 1000;
+export const MAX_REPEAT = 100_000;
 
 type Flags = { i: boolean; m: boolean; s: boolean; U: boolean; u: boolean; x: boolean; R: boolean };
 const DEFAULT_FLAGS: Flags = { i: false, m: false, s: false, U: false, u: true, x: false, R: false };
