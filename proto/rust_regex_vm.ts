@@ -63,7 +63,13 @@ class Compiler {
     return this.prog.length - 1;
   }
 
+  /** Nodes visited: repetitions of empty groups emit nothing but still cost time to expand. */
+  #work = 0;
+
   emit(n: Node): void {
+    if (++this.#work > 4 * MAX_PROGRAM) {
+      throw new ProgramTooLarge(`the pattern expands to more than ${4 * MAX_PROGRAM} pieces`);
+    }
     switch (n.t) {
       case "char": {
         let test = this.#chars.get(n.src);

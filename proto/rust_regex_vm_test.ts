@@ -108,4 +108,7 @@ Deno.test("a pattern too large to compile is refused, as Rust's size limit refus
   const p = rustRegexProblem("(?:a{1000}){1000}");
   assert.ok(p !== undefined && /more than 100000 instructions/.test(p), p);
   assert.throws(() => new WholeValueRegex("(?:[ab]{500}){500}"), RustRegexError);
+  const t0 = performance.now();
+  assert.ok(rustRegexProblem("(?:(?:){100000}){100000}") !== undefined, "empty groups repeated 10^10 times");
+  assert.ok(performance.now() - t0 < 2000);
 });
