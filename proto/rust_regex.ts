@@ -675,7 +675,10 @@ export function parseRustRegex(pattern: string): Node {
 /** The flags every translated pattern is compiled with (see the module comment for why `v`). */
 export const RUST_REGEX_JS_FLAGS = "v";
 
-/** A RegExp that finds what the Rust regex finds (unanchored, like `Regex::is_match`). */
+/**
+ * A RegExp that finds what the Rust regex finds (unanchored, like `Regex::is_match`). V8 backtracks, so not
+ * for client-supplied values (use WholeValueRegex / SearchRegex); admission and tests use it.
+ */
 export function compileRustRegex(pattern: string): RegExp {
   const src = translateRustRegex(pattern);
   try {
@@ -729,7 +732,7 @@ export class SearchRegex {
 /**
  * A ServiceProfile `pathRegex` as Linkerd's proxy compiles it: trimmed, then `^` prepended and `$`
  * appended unless already there (textually, so `a|b` becomes `^a|b$`, as in Linkerd). The result is
- * tested with an unanchored search (`RegExp.test`, Rust's `is_match`).
+ * tested with an unanchored search (SearchRegex, Rust's `is_match`).
  */
 export function anchorProfilePathRegex(source: string): string {
   const s = source.trim();
