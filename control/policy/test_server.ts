@@ -13,6 +13,11 @@ import { pod } from "./testing.ts";
 
 export type PolicyTestServer = Awaited<ReturnType<typeof startPolicyServer>>;
 
+/** An inbound policy client of a server elsewhere (a deployed policy controller), for cluster tests. */
+export function dialInboundPolicy(address: string): InboundServerPoliciesClient {
+  return new InboundServerPoliciesClient(address, grpc.credentials.createInsecure());
+}
+
 export async function startPolicyServer(
   opts: Partial<Omit<PolicyServerOptions, "store" | "config" | "registry">> = {},
 ) {

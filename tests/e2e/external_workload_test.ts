@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { Ports } from "../../proto/ports.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import { dialDestination } from "../../control/destination/testing.ts";
+import { dialInboundPolicy } from "../../control/policy/test_server.ts";
 import { apply, CONTROL_PLANE_NS, inNamespace, type Json, kc, kjson, requireMesh } from "./lib/kube.ts";
 import { waitFor } from "./lib/wait.ts";
 
@@ -62,7 +63,7 @@ async function setReady(ns: string, name: string, ready: boolean): Promise<void>
   ]);
 }
 
-async function destinationAddress(): Promise<string> {
+async function destinationAddress(port: number = Ports.destination): Promise<string> {
   const list: Json[] = (await kjson([
     "-n",
     CONTROL_PLANE_NS,
@@ -76,7 +77,7 @@ async function destinationAddress(): Promise<string> {
     (p.status?.conditions ?? []).some((c: Json) => c.type === "Ready" && c.status === "True")
   );
   assert.ok(ready, "no ready destination pod");
-  return `${ready.status.podIP}:${Ports.destination}`;
+  return `${ready.status.podIP}:${port}`;
 }
 
 Deno.test({
@@ -166,6 +167,56 @@ Deno.test({
         throw e;
       } finally {
         dst.close();
+      }
+    });
+  },
+});
+
+Deno.test({
+  name: "e2e: the deployed policy controller serves an ExternalWorkload's inbound policy from its Servers",
+  ...opts,
+  fn: async () => {
+    await requireMesh();
+    await inNamespace("e2e-ew-policy", {}, async (ns) => {
+      await apply(ns, workload(ns, "v1beta1", "vm-beta", "192.0.2.21"));
+      await apply(
+        ns,
+        JSON.stringify({
+          apiVersion: "policy.linkerd.io/v1beta3",
+          kind: "Server",
+          metadata: { name: "vm-http", namespace: ns },
+          spec: {
+            externalWorkloadSelector: { matchLabels: { app: "legacy" } },
+            port: "http",
+            proxyProtocol: "HTTP/1",
+          },
+        }),
+      );
+      const client = dialInboundPolicy(await destinationAddress(Ports.policy));
+      try {
+        const workload = JSON.stringify({ ns, external_workload: "vm-beta" });
+        const get = () =>
+          new Promise<{ name: string; protocol: string | undefined }>((resolve, reject) =>
+            client.getPort(
+              { workload, port: 8080 },
+              (err, res) =>
+                err ? reject(err) : resolve({ name: res!.labels.name, protocol: res!.protocol?.kind?.$case }),
+            )
+          );
+        // The workload and the Server reach the controller's informers shortly after they are created.
+        let last: unknown;
+        await waitFor("the Server's policy for the workload's port", async () => {
+          try {
+            last = await get();
+            return (last as { name: string }).name === "vm-http";
+          } catch (e) {
+            last = e;
+            return false;
+          }
+        }, { timeoutMs: 30_000, intervalMs: 500 });
+        assert.deepEqual(last, { name: "vm-http", protocol: "http1" });
+      } finally {
+        client.close();
       }
     });
   },
