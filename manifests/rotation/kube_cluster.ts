@@ -2,19 +2,17 @@
  * `RotationCluster` over the API server: the trust-roots ConfigMap and the issuer Secret (read, and written
  * with a JSON merge patch carrying the resourceVersion read, so a concurrent change is a conflict, not lost),
  * and the views of every running meshed pod's proxy and of the identity controller, read from their admin
- * `/metrics` through the API server's pod proxy (so it works wherever the kubeconfig does).
+ * `/metrics` through the API server's pod proxy (`readRotationState`, which mesh:check prints too).
  */
-import { PROXY_CONTAINER } from "../../control/injector/decision.ts";
-import { Ports } from "../../proto/ports.ts";
 import type { Pair } from "../certs.ts";
-import { type Obj, podContainers, secretPair } from "../check/objects.ts";
+import { type Obj, secretPair } from "../check/objects.ts";
+import { readRotationState } from "../check/rotation_state.ts";
 import { type Kube, KubeError } from "../kube.ts";
 import { ISSUER_SECRET, NAMESPACE, TRUST_ROOTS_CONFIGMAP } from "../render.ts";
-import { identityView, proxyView, type View } from "./observe.ts";
+import { type View, viewOf } from "./observe.ts";
 import { ConflictError, type IssuerSecret, type RotationCluster, type TrustRoots } from "./steps.ts";
 
 export const FIELD_MANAGER = "weft-rotate";
-const PARALLEL = 6;
 
 function b64(s: string): string {
   const bytes = new TextEncoder().encode(s);
@@ -28,18 +26,6 @@ export function managedBy(s: Obj): string | undefined {
   const a = s?.metadata?.annotations ?? {};
   const cert = a["cert-manager.io/certificate-name"];
   return cert ? `cert-manager Certificate ${s.metadata.namespace}/${cert}` : undefined;
-}
-
-async function pool<T, R>(items: T[], n: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  }));
-  return out;
 }
 
 export class KubeRotationCluster implements RotationCluster {
@@ -102,31 +88,6 @@ export class KubeRotationCluster implements RotationCluster {
   }
 
   async views(): Promise<View[]> {
-    const meshed = (await this.kube.list<Obj>("/api/v1/pods", {
-      labelSelector: `linkerd.io/control-plane-ns=${this.namespace}`,
-    })).filter((p) =>
-      p.status?.phase === "Running" && !p.metadata.deletionTimestamp &&
-      podContainers(p).spec.some((c: Obj) => c.name === PROXY_CONTAINER)
-    );
-    const identity = meshed.filter((p) =>
-      p.metadata.namespace === this.namespace &&
-      p.metadata.labels?.["linkerd.io/control-plane-component"] === "identity"
-    );
-    const jobs: { pod: Obj; kind: View["kind"] }[] = [
-      ...meshed.map((pod) => ({ pod, kind: "proxy" as const })),
-      ...identity.map((pod) => ({ pod, kind: "identity" as const })),
-    ];
-    return await pool(jobs, PARALLEL, async ({ pod, kind }) => {
-      const ns = pod.metadata.namespace, name = pod.metadata.name;
-      const label = `${ns}/${name}${kind === "identity" ? " (identity)" : ""}`;
-      const port = kind === "identity" ? Ports.identityAdmin : Ports.proxyAdmin;
-      try {
-        const r = await this.kube.podProxy(ns, name, port, "/metrics");
-        if (r.status !== 200) return { name: label, kind, error: `/metrics on :${port}: HTTP ${r.status}` };
-        return kind === "identity" ? identityView(label, r.text) : proxyView(label, r.text);
-      } catch (e) {
-        return { name: label, kind, error: `/metrics on :${port}: ${(e as Error).message}` };
-      }
-    });
+    return (await readRotationState(this.kube)).pods.map(viewOf);
   }
 }

@@ -1,37 +1,43 @@
 import assert from "node:assert/strict";
-import { fingerprintsOf, identityView, proxyView } from "./observe.ts";
+import { evaluateComponent, parseRotationMetrics } from "../check/rotation_state.ts";
+import { viewOf } from "./observe.ts";
 
 const A = "a".repeat(64), B = "b".repeat(64), I = "c".repeat(64);
+const pod = { namespace: "app", name: "p", kind: "proxy" as const };
 
-Deno.test("a proxy's view: the anchors it trusts and its leaf's issuer, from the contract's metrics", () => {
+Deno.test("a proxy's view: the anchors it trusts and its leaf's issuer, whatever the wanted state", () => {
   const text = [
-    "# HELP weft_identity_trust_anchor_expiration_timestamp_seconds anchors",
     `weft_identity_trust_anchor_expiration_timestamp_seconds{fingerprint_sha256="${B}",subject="root-new"} 2e9`,
-    `weft_identity_trust_anchor_expiration_timestamp_seconds{subject="root",fingerprint_sha256="${A}"} 1.9e9`,
+    `weft_identity_trust_anchor_expiration_timestamp_seconds{fingerprint_sha256="${A}",subject="root"} 1.9e9`,
     `weft_identity_leaf_issuer_info{fingerprint_sha256="${I}",subject="identity.weft.cluster.local"} 1`,
-    `weft_identity_leaf_issuer_info_other{fingerprint_sha256="${A}"} 1`,
-    "identity_cert_expiration_timestamp_seconds 1.8e9",
   ].join("\n");
-  assert.deepEqual(proxyView("ns/p", text), { name: "ns/p", kind: "proxy", anchors: [A, B], issuer: I });
+  // Behind for mesh:check (one anchor wanted), still plain facts for the rotation steps.
+  const state = evaluateComponent(pod, parseRotationMetrics(text), {
+    anchors: [{ fingerprint: A, subject: "" }],
+  });
+  assert.equal(state.status, "behind");
+  assert.deepEqual(viewOf(state), { name: "app/p", kind: "proxy", anchors: [A, B], issuer: I });
 });
 
-Deno.test("a view without the metrics, or with two issuers, carries an error naming what is missing", () => {
-  const v = proxyView("ns/p", "identity_cert_expiration_timestamp_seconds 1\n");
-  assert.match(
-    v.error!,
-    /no weft_identity_trust_anchor_expiration_timestamp_seconds and no weft_identity_leaf_issuer_info/,
+Deno.test("a component without the metrics, unreachable, or with two issuers carries an error saying so", () => {
+  const none = viewOf(
+    evaluateComponent(pod, parseRotationMetrics("identity_cert_expiration_timestamp_seconds 1\n"), {
+      anchors: [],
+    }),
   );
-  const two = identityView(
-    "weft/id",
-    `weft_identity_trust_anchor_expiration_timestamp_seconds{fingerprint_sha256="${A}"} 1\n` +
-      `weft_identity_issuer_info{fingerprint_sha256="${A}"} 1\nweft_identity_issuer_info{fingerprint_sha256="${B}"} 1\n`,
-  );
-  assert.match(two.error!, /reports 2 issuers in weft_identity_issuer_info/);
+  assert.match(none.error!, /no weft_identity_trust_anchor_expiration_timestamp_seconds/);
+  const down = viewOf(evaluateComponent(pod, { error: "admin /metrics on 4191: HTTP 503" }, { anchors: [] }));
+  assert.deepEqual(down, { name: "app/p", kind: "proxy", error: "admin /metrics on 4191: HTTP 503" });
+  const two = viewOf(evaluateComponent(
+    { ...pod, kind: "identity" },
+    parseRotationMetrics(
+      `weft_identity_trust_anchor_expiration_timestamp_seconds{fingerprint_sha256="${A}"} 1\n` +
+        `weft_identity_issuer_info{fingerprint_sha256="${A}"} 1\nweft_identity_issuer_info{fingerprint_sha256="${B}"} 1\n`,
+      "weft_identity_issuer_info",
+    ),
+    { anchors: [] },
+  ));
+  assert.equal(two.name, "app/p (identity)");
+  assert.match(two.error!, /reports 2 issuers/);
   assert.equal(two.issuer, undefined);
-});
-
-Deno.test("series with value 0 do not count (a gauge left behind at 0 is not a live issuer)", () => {
-  const text =
-    `weft_identity_issuer_info{fingerprint_sha256="${A}"} 0\nweft_identity_issuer_info{fingerprint_sha256="${B}"} 1\n`;
-  assert.deepEqual(fingerprintsOf(text, "weft_identity_issuer_info"), [B]);
 });
