@@ -23,6 +23,7 @@ import { PolicyGrpcServer } from "./grpc_server.ts";
 import { InformerPolicySource, KubeStatusClient } from "./k8s_source.ts";
 import { RateLimitStatusWriter } from "./ratelimit_status.ts";
 import { RouteStatusWriter } from "./route_status.ts";
+import { EgressStatusWriter } from "./egress_status.ts";
 import { PolicyStore } from "./store.ts";
 import { toIpNetwork } from "../../proto/ip.ts";
 
@@ -111,6 +112,9 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   const writer = cfg.writeStatus
     ? new RouteStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log })
     : undefined;
+  const egressWriter = cfg.writeStatus
+    ? new EgressStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log })
+    : undefined;
   const rateLimitWriter = cfg.writeStatus
     ? new RateLimitStatusWriter(store, new KubeStatusClient(kc), { log })
     : undefined;
@@ -128,6 +132,7 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
   writer?.close();
   rateLimitWriter?.close();
+  egressWriter?.close();
   await grpcServer.shutdown();
   await admin.finished;
 }
