@@ -6,6 +6,7 @@
  */
 import { Registry } from "./metrics/registry.ts";
 import { L4RouteMetrics } from "./metrics/l4_route_metrics.ts";
+import { HttpRouteMetrics } from "./metrics/http_route_metrics.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./core/cert_store.ts";
@@ -121,6 +122,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     idleMs: Math.max(config.outboundDiscoveryIdleTimeoutMs, 10_000),
     localIps: new Set(config.inboundIps ?? []),
     log,
+    routeMetrics: new HttpRouteMetrics(registry),
   });
   const inbound = new Inbound({
     inboundPort: config.inboundListen.port,

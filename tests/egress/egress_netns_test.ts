@@ -6,7 +6,8 @@
  * Destination from the in-process test control plane. The cluster networks are set so the
  * namespaces' 10.231.0.0/24 counts as outside the cluster. Shows Allow, Deny (403 for HTTP, a
  * refused connection for TCP and TLS), an HTTPRoute, a TLSRoute chosen by SNI and a TCPRoute
- * letting traffic through a Deny, and the route metrics labelled with the EgressNetwork parent.
+ * letting traffic through a Deny, and the route metrics (TCP, TLS and HTTP) labelled with the
+ * EgressNetwork parent.
  * Skipped when not root (namespaces and iptables need it).
  */
 import assert from "node:assert/strict";
@@ -132,6 +133,16 @@ Deno.test({
             return r.status === 403 ? r : undefined;
           });
           assert.match(r.body, /traffic not allowed/);
+          assert.ok(
+            metric(await metrics(), "outbound_http_route_request_statuses_total", {
+              ...en,
+              parent_port: "80",
+              route_kind: "default",
+              route_name: "http-egress-deny",
+              hostname: EXT,
+              http_status: "403",
+            }) >= 1,
+          );
           const e = await until("TCP to be refused", async () => {
             const e = await echo("hello");
             return e.data.includes("hello") ? undefined : e;
@@ -164,6 +175,15 @@ Deno.test({
             });
             assert.match(ok.body, /^peer=/);
             assert.equal((await get("/other")).status, 403);
+            assert.ok(
+              metric(await metrics(), "outbound_http_route_request_statuses_total", {
+                ...en,
+                route_group: "gateway.networking.k8s.io",
+                route_kind: "HTTPRoute",
+                route_name: "allowed-path",
+                http_status: "200",
+              }) >= 1,
+            );
           },
         );
 

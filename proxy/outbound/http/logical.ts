@@ -17,6 +17,7 @@ import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../core/log.ts";
 import { httpErrorKind, recordRequests, type RouteMetrics } from "../../metrics/http_metrics.ts";
+import type { HttpRouteMetrics } from "../../metrics/http_route_metrics.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { SocketAddr } from "../../transport/orig_dst.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
@@ -42,6 +43,8 @@ export interface OutboundHttpDeps extends ConcreteDeps {
   log: Log;
   /** Aborted when the proxy starts draining: connections finish their requests and close. */
   drain?: AbortSignal;
+  /** Per-route request outcomes of policy routes, with parent labels (egress: EgressNetwork). */
+  routeMetrics?: HttpRouteMetrics;
 }
 
 /** One original destination's HTTP service. */
@@ -261,8 +264,20 @@ class DestinationService {
     // Request filters may answer instead (redirects, injected failures): not a layer, since they
     // need the match and can end the request before any backend is chosen.
     const early = hit.policy.filters.applyRequest(req, hit.matcher, this.#rng);
-    if (early) return Promise.resolve(early);
-    return this.#policyRoute(policy, hit, req)(req, signal);
+    const rm = this.#deps.routeMetrics;
+    if (early) {
+      rm?.record(policy.meta, hit.policy.route, req.authority, early.status);
+      return Promise.resolve(early);
+    }
+    const sent = this.#policyRoute(policy, hit, req)(req, signal);
+    if (!rm) return sent;
+    return sent.then((res) => {
+      rm.record(policy.meta, hit.policy.route, req.authority, res.status);
+      return res;
+    }, (e) => {
+      rm.record(policy.meta, hit.policy.route, req.authority, undefined, httpErrorKind(e));
+      throw e;
+    });
   }
 
   /** One attempt of a policy route: a backend from its distribution, its filters, its balancer. */
