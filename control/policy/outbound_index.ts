@@ -35,7 +35,8 @@ import type {
   ServicePort,
 } from "./resources.ts";
 import { GATEWAY_GROUP } from "./resources.ts";
-import { isServiceBackendRef, isServiceRef } from "./ref_kind.ts";
+import { isServiceRef } from "./ref_kind.ts";
+import { backendProblem, grpcFailure, httpFailure, invalidBackend } from "./invalid_backend.ts";
 import {
   convertFilter,
   convertOrSkip,
@@ -234,13 +235,11 @@ function backendFor(
   store: PolicyStore,
   ref: BackendRef,
   routeNs: string,
-  defaultPort: number,
   cfg: PolicyConfig,
-): Backend {
-  const ns = ref.namespace ?? routeNs;
-  const port = ref.port ?? defaultPort;
-  const kindOk = isServiceBackendRef(ref);
-  return serviceBackend(ref.name, ns, port, kindOk && store.service(ns, ref.name) !== undefined, cfg);
+): { backend: Backend; problem?: string } {
+  const problem = backendProblem(ref, routeNs, (ns, name) => store.service(ns, name) !== undefined);
+  if (problem !== undefined) return { backend: invalidBackend(queue(cfg)), problem };
+  return { backend: serviceBackend(ref.name, ref.namespace ?? routeNs, ref.port!, true, cfg) };
 }
 
 function httpFilters(filters: HttpRouteRule["filters"], field: string): HttpRoute_Filter[] {
@@ -280,6 +279,7 @@ export function outboundHttpRoute(
         cfg,
         rule.backendRefs,
         (ref, j) => httpFilters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+        httpFailure,
       );
       return {
         matches: (rule.matches ?? []).map((m, j) => httpMatch(m, `spec.rules[${i}].matches[${j}]`)),
@@ -305,6 +305,7 @@ function ruleBackends<F>(
   cfg: PolicyConfig,
   refs: BackendRef[] | undefined,
   refFilters: (ref: BackendRef, index: number) => F[],
+  failure: (message: string) => NoInfer<F>,
 ) {
   if (!refs || refs.length === 0) {
     return {
@@ -323,10 +324,22 @@ function ruleBackends<F>(
     kind: {
       $case: "randomAvailable" as const,
       value: {
-        backends: refs.map((ref, j) => ({
-          weight: ref.weight ?? 1,
-          backend: { backend: backendFor(store, ref, routeNs, port, cfg), filters: refFilters(ref, j) },
-        })),
+        backends: refs.map((ref, j) => {
+          const b = backendFor(store, ref, routeNs, cfg);
+          let problem = b.problem, filters: F[] = [];
+          if (problem === undefined) {
+            try {
+              filters = refFilters(ref, j);
+            } catch (e) {
+              problem = `unsupported backend filter: ${(e as Error).message}`;
+            }
+          }
+          // As Linkerd: an unusable backend keeps its weight and fails its share of requests.
+          const backend = problem === undefined
+            ? { backend: b.backend, filters }
+            : { backend: invalidBackend(queue(cfg)), filters: [failure(problem)] };
+          return { weight: ref.weight ?? 1, backend };
+        }),
       },
     },
   };
@@ -364,6 +377,7 @@ export function outboundGrpcRoute(
           cfg,
           rule.backendRefs,
           (ref, j) => filters(ref.filters, `spec.rules[${i}].backendRefs[${j}].filters`),
+          grpcFailure,
         ),
         timeouts: routeTimeouts(objs),
         retry,

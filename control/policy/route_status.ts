@@ -160,39 +160,7 @@ export function routeStatus(
           : cond("Accepted", true, "Accepted", "Route was valid", gen, now),
       );
     }
-    // Backends: only Services are supported, and each must exist.
-    const missing: string[] = [];
-    let badKind: string | undefined;
-    for (const rule of route.spec?.rules ?? []) {
-      for (const b of rule.backendRefs ?? []) {
-        if (!isServiceBackendRef(b)) {
-          badKind = `${b.group ?? ""}/${b.kind}`;
-        } else if (!store.service(b.namespace ?? ns, b.name)) missing.push(`${b.namespace ?? ns}/${b.name}`);
-      }
-    }
-    if (badKind) {
-      conditions.push(
-        cond(
-          "ResolvedRefs",
-          false,
-          "InvalidKind",
-          `backendRefs kind ${badKind} is not supported; use Service`,
-          gen,
-          now,
-        ),
-      );
-    } else if (missing.length) {
-      conditions.push(
-        cond(
-          "ResolvedRefs",
-          false,
-          "BackendNotFound",
-          `backend Service ${missing.join(", ")} not found`,
-          gen,
-          now,
-        ),
-      );
-    } else conditions.push(cond("ResolvedRefs", true, "ResolvedRefs", "Resolved all references", gen, now));
+    conditions.push(resolvedRefs(store, route, ns, gen, now));
     if (server && conditions[0].status === "True") {
       const loss = probeLoss(store, server);
       if (loss) conditions.push(cond(PROBE_CONDITION, false, "ProbesNotAuthorized", loss, gen, now));
@@ -210,6 +178,46 @@ function stripRef(p: ObjectRef): ObjectRef {
   if (p.port !== undefined) out.port = p.port;
   if (p.sectionName !== undefined) out.sectionName = p.sectionName;
   return out;
+}
+
+/**
+ * ResolvedRefs over every rule's backendRefs, judged in order as Linkerd does: the first backend
+ * that is not a Service gives InvalidKind, the first Service that does not exist BackendNotFound.
+ */
+function resolvedRefs(
+  store: PolicyStore,
+  route: HttpRoute | GrpcRoute,
+  ns: string,
+  gen: number | undefined,
+  now: string,
+): Condition {
+  for (const rule of route.spec?.rules ?? []) {
+    for (const b of rule.backendRefs ?? []) {
+      if (!isServiceBackendRef(b)) {
+        const kind = `${b.kind ?? ""}${b.group ? `.${b.group}` : ""}`;
+        return cond(
+          "ResolvedRefs",
+          false,
+          "InvalidKind",
+          `backend kind ${kind} is not supported; use Service`,
+          gen,
+          now,
+        );
+      }
+      const bns = b.namespace ?? ns;
+      if (!store.service(bns, b.name)) {
+        return cond(
+          "ResolvedRefs",
+          false,
+          "BackendNotFound",
+          `backend Service ${bns}/${b.name} not found`,
+          gen,
+          now,
+        );
+      }
+    }
+  }
+  return cond("ResolvedRefs", true, "ResolvedRefs", "Resolved all references", gen, now);
 }
 
 /** Whether two parent statuses say the same thing (transition times aside). */

@@ -255,14 +255,6 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.rules[0].backendRefs[0].port: a Service backend needs a port",
   ],
   [
-    "HTTPRoute: backend of another kind",
-    review(G, "HTTPRoute", {
-      parentRefs: [{ kind: "Service", name: "web" }],
-      rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }],
-    }),
-    "spec.rules[0].backendRefs[0].kind: backends must be Services",
-  ],
-  [
     "HTTPRoute: bad timeout",
     review(G, "HTTPRoute", {
       parentRefs: [{ kind: "Service", name: "web" }],
