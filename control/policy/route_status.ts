@@ -119,7 +119,13 @@ export function routeStatus(
       }
     } else {
       const svc = store.service(parentNs, parentRef.name);
-      if (!svc) {
+      // Linkerd's rule: a Service parent needs a ClusterIP.
+      const headless = svc !== undefined && (!svc.spec?.clusterIP || svc.spec.clusterIP === "None");
+      if (headless) {
+        conditions.push(
+          cond("Accepted", false, "NoMatchingParent", "parent service must have a ClusterIP", gen, now),
+        );
+      } else if (!svc) {
         conditions.push(
           cond(
             "Accepted",
@@ -160,23 +166,30 @@ export function routeStatus(
           : cond("Accepted", true, "Accepted", "Route was valid", gen, now),
       );
     }
-    conditions.push(resolvedRefs(store, route, ns, gen, now));
+    // As Linkerd: a Server parent gets only Accepted; a Service parent also ResolvedRefs.
+    if (!isServerRef(parentRef)) conditions.push(resolvedRefs(store, route, ns, gen, now));
     if (server && conditions[0].status === "True") {
       const loss = probeLoss(store, server);
       if (loss) conditions.push(cond(PROBE_CONDITION, false, "ProbesNotAuthorized", loss, gen, now));
     }
-    out.push({ parentRef: stripRef(parentRef), controllerName: cfg.controllerName, conditions });
+    out.push({
+      parentRef: statusParentRef(parentRef, parentNs),
+      controllerName: cfg.controllerName,
+      conditions,
+    });
   }
   return out;
 }
 
-function stripRef(p: ObjectRef): ObjectRef {
-  const out: ObjectRef = { name: p.name };
-  if (p.group !== undefined) out.group = p.group;
-  if (p.kind !== undefined) out.kind = p.kind;
-  if (p.namespace !== undefined) out.namespace = p.namespace;
+/**
+ * The parentRef as Linkerd writes it in status: group and kind spelled canonically, the
+ * namespace always filled in; a Server parent without port or sectionName, a Service parent
+ * with group "core" and its port (when the route gave one).
+ */
+function statusParentRef(p: ObjectRef, namespace: string): ObjectRef {
+  if (isServerRef(p)) return { group: POLICY_GROUP, kind: "Server", namespace, name: p.name };
+  const out: ObjectRef = { group: "core", kind: "Service", namespace, name: p.name };
   if (p.port !== undefined) out.port = p.port;
-  if (p.sectionName !== undefined) out.sectionName = p.sectionName;
   return out;
 }
 

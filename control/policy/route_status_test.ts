@@ -31,10 +31,10 @@ const cases: [string, [Kind, Obj][], "HTTPRoute" | "GatewayHTTPRoute", Obj, stri
     [["Pod", probedPod], ["Server", srv]],
     "HTTPRoute",
     httpRoute(NS, "r", { ...toServer, rules: [{}] }),
-    [`Accepted=True:Accepted ResolvedRefs=True:ResolvedRefs ${PROBE_CONDITION}=False:ProbesNotAuthorized`],
+    [`Accepted=True:Accepted ${PROBE_CONDITION}=False:ProbesNotAuthorized`],
   ],
   ["missing Server parent", [], "HTTPRoute", httpRoute(NS, "r", { ...toServer, rules: [{}] }), [
-    "Accepted=False:NoMatchingParent ResolvedRefs=True:ResolvedRefs",
+    "Accepted=False:NoMatchingParent",
   ]],
   [
     "invalid regex",
@@ -44,7 +44,7 @@ const cases: [string, [Kind, Obj][], "HTTPRoute" | "GatewayHTTPRoute", Obj, stri
       ...toServer,
       rules: [{ matches: [{ path: { type: "RegularExpression", value: "(" } }] }],
     }),
-    ["Accepted=False:UnsupportedValue ResolvedRefs=True:ResolvedRefs"],
+    ["Accepted=False:UnsupportedValue"],
   ],
   [
     "Service parent with a missing backend",
