@@ -386,6 +386,13 @@ export function grpcRouteProblems(r: Obj<GrpcRouteSpec>): string[] {
       if (UNIMPLEMENTED_GRPC_FILTERS.includes(fl.type)) return;
       attempt(out, () => convertFilter(fl, `spec.rules[${i}].filters[${j}]`));
     });
+    // Gateway API's own CRD rule (CEL on BackendObjectReference, exact comparison): a core Service
+    // backend needs a port. weft's copy of the CRD has no such rule, so the webhook applies it.
+    (rule.backendRefs ?? []).forEach((b, j) => {
+      if ((b?.group ?? "") === "" && (b?.kind ?? "Service") === "Service" && !b?.port) {
+        out.push(`spec.rules[${i}].backendRefs[${j}].port: a Service backend needs a port (1..65535)`);
+      }
+    });
     out.push(...backendProblems(rule.backendRefs, `spec.rules[${i}].backendRefs`));
   });
   return out;

@@ -38,9 +38,9 @@ const admitted: [string, string, string, unknown][] = [
     parentRefs: toWeb,
     rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }],
   }],
-  ["GRPCRoute with a backend of another kind and a Service without a port", G, "GRPCRoute", {
+  ["GRPCRoute with a backend of another kind", G, "GRPCRoute", {
     parentRefs: toWeb,
-    rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }, { name: "web" }] }],
+    rules: [{ backendRefs: [{ group: "example.com", kind: "Bucket", name: "b" }] }],
   }],
   ["policy HTTPRoute with a backend of another kind", P, "HTTPRoute", {
     parentRefs: [{ group: P, kind: "Server", name: "web" }],
@@ -64,6 +64,11 @@ Deno.test("still refused as Linkerd refuses: a Service backend without a port; U
     rules: [{ backendRefs: [{ name: "web" }] }],
   });
   assert.ok(a.some((m) => m.startsWith("spec.rules[0].backendRefs[0].port:")), a.join("; "));
+  const g = await problems(G, "GRPCRoute", {
+    parentRefs: toWeb,
+    rules: [{ backendRefs: [{ name: "web" }] }],
+  });
+  assert.ok(g.some((m) => m.startsWith("spec.rules[0].backendRefs[0].port:")), g.join("; "));
   const b = await problems(P, "HTTPRoute", {
     parentRefs: [{ group: P, kind: "Server", name: "web" }],
     rules: [{ filters: [{ type: "URLRewrite" }] }],
