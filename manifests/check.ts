@@ -31,7 +31,7 @@ import {
 } from "./check/data_plane.ts";
 import type { Obj } from "./check/objects.ts";
 import { type CheckContext, type CheckResult, guarded } from "./check/result.ts";
-import { checkRotation, DEFAULT_ANCHOR_THRESHOLD_MS, DEFAULT_ISSUER_THRESHOLD_MS } from "./check/rotation.ts";
+import { checkRotation } from "./check/rotation.ts";
 import { checkInjector, checkPolicyValidator, checkServiceProfileValidator } from "./check/webhooks.ts";
 
 export interface CheckOptions {
@@ -47,8 +47,9 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
   const ctx: CheckContext = {
     kube: o.kube,
     thresholdMs: o.thresholdMs,
-    anchorThresholdMs: o.anchorThresholdMs ?? DEFAULT_ANCHOR_THRESHOLD_MS,
-    issuerThresholdMs: o.issuerThresholdMs ?? DEFAULT_ISSUER_THRESHOLD_MS,
+    // Unset (programmatic callers): one threshold for every certificate, as before issue 21.
+    anchorThresholdMs: o.anchorThresholdMs ?? o.thresholdMs,
+    issuerThresholdMs: o.issuerThresholdMs ?? o.thresholdMs,
     now: Date.now(),
   };
   const results: CheckResult[] = [];

@@ -34,6 +34,10 @@ Deno.test("bad arguments are usage errors naming the flag", () => {
   bad(["deploy", "extra"], /unexpected argument "extra"/);
   bad(["upgrade"], /unknown command "upgrade"/);
   assert.equal(parseArgs(["check", "--threshold=240h"], env).thresholdMs, 10 * 86_400_000);
+  // Issue 21: anchors and the issuer have their own thresholds, 30 and 7 days by default.
+  const check = parseArgs(["check"], env);
+  assert.deepEqual([check.anchorThresholdMs, check.issuerThresholdMs], [30 * 86_400_000, 7 * 86_400_000]);
+  assert.equal(parseArgs(["check", "--issuer-threshold=12h"], env).issuerThresholdMs, 12 * 3_600_000);
   bad(
     ["check", "--threshold=10d"],
     /--threshold: "10d" is not a duration \(unknown unit "d": Go durations have no days/,

@@ -17,10 +17,8 @@ import {
 const GROUP = "rotation";
 const DAY = 86_400_000;
 
-/** Defaults: an anchor is rotated by hand (weeks of notice), an issuer by deploy or cert-manager. */
-export const DEFAULT_ANCHOR_THRESHOLD_MS = 30 * DAY;
-export const DEFAULT_ISSUER_THRESHOLD_MS = 7 * DAY;
-
+/** mesh:check's defaults (manifests/main.ts): 720h for anchors (rotated by hand: weeks of notice), 168h for
+ * the issuer (renewed by deploy 90 days ahead, or by cert-manager). */
 export interface RotationThresholds {
   anchorMs: number;
   issuerMs: number;
