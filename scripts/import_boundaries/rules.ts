@@ -73,6 +73,7 @@ const GEN_MESSAGES_IMPORTERS: readonly string[] = [
   "proxy/identity/verify_response_test.ts",
   "proxy/inbound/authorize.ts",
   "proxy/inbound/authorize_test.ts",
+  "proxy/inbound/http/access_log_test.ts",
   "proxy/inbound/http/authorize.ts",
   "proxy/inbound/http/authorize_test.ts",
   "proxy/inbound/http/stack_test.ts",
