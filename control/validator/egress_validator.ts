@@ -36,6 +36,12 @@ export function egressNetworkProblems(en: Obj<EgressNetworkSpec>): string[] {
   else if (!(TRAFFIC_POLICIES as readonly string[]).includes(tp)) {
     out.push(`spec.trafficPolicy: "${tp}" is not ${TRAFFIC_POLICIES.join(" or ")}`);
   }
+  // Linkerd: networks left out means every address outside the cluster networks; an empty list is refused.
+  if (en.spec?.networks !== undefined && en.spec.networks.length === 0) {
+    out.push(
+      "spec.networks: must list at least one network (leave it out for every address outside the cluster)",
+    );
+  }
   (en.spec?.networks ?? []).forEach((n, i) => {
     const f = `spec.networks[${i}]`;
     const p = networkProblem(n?.cidr, `${f}.cidr`);
@@ -43,7 +49,9 @@ export function egressNetworkProblems(en: Obj<EgressNetworkSpec>): string[] {
     (n?.except ?? []).forEach((e, j) => {
       const q = networkProblem(e, `${f}.except[${j}]`);
       if (q) out.push(q);
-      else if (!p && !networkContains(parseNetwork(n.cidr), parseNetwork(e))) {
+      else if (!p && networkContains(parseNetwork(e), parseNetwork(n.cidr))) {
+        out.push(`${f}.except[${j}]: "${e}" covers all of cidr "${n.cidr}"`);
+      } else if (!p && !networkContains(parseNetwork(n.cidr), parseNetwork(e))) {
         out.push(`${f}.except[${j}]: "${e}" is not inside cidr "${n.cidr}"`);
       }
     });
@@ -52,8 +60,8 @@ export function egressNetworkProblems(en: Obj<EgressNetworkSpec>): string[] {
 }
 
 /**
- * For HTTPRoute and GRPCRoute: each EgressNetwork parent needs a port, since an EgressNetwork
- * covers every port of its addresses and these routes apply to one protocol on one port.
+ * For every route kind: each EgressNetwork parent needs a port, since an EgressNetwork covers
+ * every port of its addresses and a route applies to one protocol on one port.
  */
 export function egressParentPortProblems(refs: ObjectRef[] | undefined, routeKind: string): string[] {
   const out: string[] = [];
@@ -79,12 +87,18 @@ export function egressAwareBackendProblems(refs: BackendRef[] | undefined, field
   return out;
 }
 
-function l4RouteProblems(parentRefs: ObjectRef[] | undefined, rules: L4RouteRule[] | undefined): string[] {
+function l4RouteProblems(
+  kind: string,
+  parentRefs: ObjectRef[] | undefined,
+  rules: L4RouteRule[] | undefined,
+): string[] {
   const out: string[] = [];
   (parentRefs ?? []).forEach((p, i) => {
     if (!p?.name) out.push(`spec.parentRefs[${i}].name: required`);
   });
-  if (!rules?.length) out.push("spec.rules: must have at least one rule");
+  out.push(...egressParentPortProblems(parentRefs, kind));
+  // Linkerd's proxy API carries one rule per TLS or TCP route, and its admission says so.
+  if (rules?.length !== 1) out.push(`spec.rules: a ${kind} has exactly one rule, got ${rules?.length ?? 0}`);
   (rules ?? []).forEach((r, i) => {
     out.push(...egressAwareBackendProblems(r?.backendRefs, `spec.rules[${i}].backendRefs`));
   });
@@ -92,7 +106,7 @@ function l4RouteProblems(parentRefs: ObjectRef[] | undefined, rules: L4RouteRule
 }
 
 export function tlsRouteProblems(r: Obj<TlsRouteSpec>): string[] {
-  const out = l4RouteProblems(r.spec?.parentRefs, r.spec?.rules);
+  const out = l4RouteProblems("TLSRoute", r.spec?.parentRefs, r.spec?.rules);
   (r.spec?.hostnames ?? []).forEach((h, i) => {
     if (typeof h !== "string" || !HOSTNAME.test(h)) {
       out.push(`spec.hostnames[${i}]: "${h}" is not a hostname or a "*." wildcard`);
@@ -102,5 +116,5 @@ export function tlsRouteProblems(r: Obj<TlsRouteSpec>): string[] {
 }
 
 export function tcpRouteProblems(r: Obj<TcpRouteSpec>): string[] {
-  return l4RouteProblems(r.spec?.parentRefs, r.spec?.rules);
+  return l4RouteProblems("TCPRoute", r.spec?.parentRefs, r.spec?.rules);
 }

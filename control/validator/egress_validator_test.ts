@@ -96,29 +96,52 @@ Deno.test("egress admission: EgressNetwork backends are admitted on routes", asy
   );
 });
 
-Deno.test("egress admission: TLSRoutes and TCPRoutes may leave the EgressNetwork parent's port out", async () => {
+Deno.test("egress admission: TLSRoutes and TCPRoutes with a ported EgressNetwork parent and one rule are admitted", async () => {
   const rules = [{ backendRefs: [{ group: P, kind: "EgressNetwork", name: "ext" }] }];
   assert.deepEqual(
     await problems(G, "TLSRoute", {
-      parentRefs: [enParent()],
+      parentRefs: [enParent(443)],
       hostnames: ["api.example.com", "*.example.org"],
       rules,
     }),
     [],
   );
-  assert.deepEqual(await problems(G, "TCPRoute", { parentRefs: [enParent()], rules }), []);
+  assert.deepEqual(await problems(G, "TCPRoute", { parentRefs: [enParent(5432)], rules }), []);
   assert.deepEqual(
     await problems(G, "TCPRoute", {
-      parentRefs: [enParent()],
+      parentRefs: [enParent(5432)],
       rules: [{ backendRefs: [{ name: "db", port: 5432 }] }],
     }),
     [],
   );
 });
 
+Deno.test("egress admission: TLSRoutes and TCPRoutes need the EgressNetwork parent's port and exactly one rule", async () => {
+  const rule = { backendRefs: [{ group: P, kind: "EgressNetwork", name: "ext" }] };
+  assert.deepEqual(await problems(G, "TCPRoute", { parentRefs: [enParent()], rules: [rule] }), [
+    "spec.parentRefs[0].port: an EgressNetwork parent of a TCPRoute needs a port",
+  ]);
+  assert.deepEqual(await problems(G, "TLSRoute", { parentRefs: [enParent(443)], rules: [rule, rule] }), [
+    "spec.rules: a TLSRoute has exactly one rule, got 2",
+  ]);
+});
+
+Deno.test("egress admission: EgressNetwork networks given empty, or an except covering its cidr, are refused", async () => {
+  assert.deepEqual(await problems(P, "EgressNetwork", { trafficPolicy: "Allow", networks: [] }), [
+    "spec.networks: must list at least one network (leave it out for every address outside the cluster)",
+  ]);
+  assert.deepEqual(
+    await problems(P, "EgressNetwork", {
+      trafficPolicy: "Allow",
+      networks: [{ cidr: "203.0.113.0/24", except: ["203.0.0.0/16"] }],
+    }),
+    ['spec.networks[0].except[0]: "203.0.0.0/16" covers all of cidr "203.0.113.0/24"'],
+  );
+});
+
 Deno.test("egress admission: bad TLSRoute and TCPRoute fields are refused with the field named", async () => {
   const tls = await problems(G, "TLSRoute", {
-    parentRefs: [enParent()],
+    parentRefs: [enParent(443)],
     hostnames: ["Bad_Host"],
     rules: [{ backendRefs: [{ name: "db" }, { kind: "Pod", name: "p" }] }],
   });
@@ -127,7 +150,7 @@ Deno.test("egress admission: bad TLSRoute and TCPRoute fields are refused with t
     "spec.rules[0].backendRefs[1].kind: backends must be Services or EgressNetworks, got /Pod",
     'spec.hostnames[0]: "Bad_Host" is not a hostname or a "*." wildcard',
   ]);
-  assert.deepEqual(await problems(G, "TCPRoute", { parentRefs: [enParent()], rules: [] }), [
-    "spec.rules: must have at least one rule",
+  assert.deepEqual(await problems(G, "TCPRoute", { parentRefs: [enParent(5432)], rules: [] }), [
+    "spec.rules: a TCPRoute has exactly one rule, got 0",
   ]);
 });

@@ -365,11 +365,19 @@ export function httpRouteProblems(r: Obj<HttpRouteSpec>, group: string): string[
         }
       });
     }
+    const ms: Partial<Record<"request" | "backendRequest", number>> = {};
     for (const k of ["request", "backendRequest"] as const) {
       const v = rule.timeouts?.[k];
       if (v !== undefined) {
-        attempt(out, () => parseDurationMs(v, `spec.rules[${i}].timeouts.${k}`));
+        attempt(out, () => ms[k] = parseDurationMs(v, `spec.rules[${i}].timeouts.${k}`));
       }
+    }
+    // A backend attempt cannot outlive the whole request (Linkerd refuses it too).
+    if (ms.request !== undefined && ms.backendRequest !== undefined && ms.backendRequest > ms.request) {
+      out.push(
+        `spec.rules[${i}].timeouts.backendRequest: ${rule.timeouts!.backendRequest} is longer than ` +
+          `timeouts.request ${rule.timeouts!.request}`,
+      );
     }
   });
   return out;

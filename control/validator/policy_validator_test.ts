@@ -263,6 +263,14 @@ const rejected: [string, ReturnType<typeof review>, string][] = [
     "spec.rules[0].timeouts.request:",
   ],
   [
+    "HTTPRoute: backendRequest timeout longer than the request timeout",
+    review(P, "HTTPRoute", {
+      parentRefs: [{ kind: "Service", name: "web", port: 80 }],
+      rules: [{ timeouts: { request: "1s", backendRequest: "2s" } }],
+    }),
+    "spec.rules[0].timeouts.backendRequest: 2s is longer than timeouts.request 1s",
+  ],
+  [
     "HTTPRoute: Server parent in the wrong group",
     review(P, "HTTPRoute", { parentRefs: [{ kind: "Server", name: "s" }] }),
     "spec.parentRefs[0].group: a Server parent",

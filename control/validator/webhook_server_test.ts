@@ -70,7 +70,7 @@ Deno.test("validator server: /serviceprofile and /policy from one HTTPS server, 
           code: 400,
           reason: "Invalid",
           message:
-            'ServiceProfile shop/web is invalid: spec.routes[0].condition.pathRegex: invalid regular expression "(": Unterminated group',
+            'ServiceProfile shop/web is invalid: spec.routes[0].condition.pathRegex: invalid regular expression "(": unclosed group (at character 1)',
         },
       },
     });
