@@ -169,11 +169,23 @@ export const IMPORT_RULES: readonly ImportRule[] = [
   {
     name: "proto/ imports no project code",
     files: ["proto/"],
-    forbid: ["control/", "proxy/", "init/", "manifests/", "tests/", "images/", "scripts/"],
+    forbid: ["control/", "proxy/", "init/", "manifests/", "tests/", "images/", "scripts/", "cli/"],
   },
   { name: "control/ never imports proxy/", files: ["control/"], forbid: ["proxy/"] },
   { name: "proxy/ never imports control/", files: ["proxy/"], forbid: ["control/"] },
   { name: "init/ imports neither control/ nor proxy/", files: ["init/"], forbid: ["control/", "proxy/"] },
+  {
+    // The CLI sits on top: it reaches the parts it drives, none of them reaches back into it.
+    name: "only cli/ imports cli/",
+    files: ["control/", "proxy/", "init/", "manifests/", "proto/", "images/", "scripts/", "tests/"],
+    forbid: ["cli/"],
+  },
+  {
+    name: "cli/ product code imports no test code",
+    files: ["cli/"],
+    forbid: ["tests/", "proxy/testing/", "control/policy/test_server.ts"],
+    productCodeOnly: true,
+  },
   {
     name: "generated code (proto/gen/) is imported only through the contract modules in proto/",
     files: [""],

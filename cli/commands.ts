@@ -1,0 +1,10 @@
+/**
+ * The table of `weft` subcommands. A new subcommand is one entry here (its code in its own file under
+ * cli/ or in the part it belongs to); `weft help` and the dispatcher read only this table.
+ */
+import type { Command } from "./context.ts";
+import { lifecycleCommands } from "./lifecycle.ts";
+
+export const COMMANDS: readonly Command[] = [
+  ...lifecycleCommands,
+];
