@@ -3,7 +3,7 @@
  * only grow, so each stream leaves a deleted entry behind and the small table keeps being rebuilt
  * (~150 bytes per stream, measured). This is an open-addressing table with linear probing and
  * backward-shift deletion: no allocation except when it grows. Slots come from a per-table random
- * multiplier, so a peer choosing stream ids cannot aim them at one slot.
+ * multiplier mixed further, so a peer choosing stream ids cannot aim them at one slot.
  */
 const MIN_CAPACITY = 8;
 
@@ -16,7 +16,13 @@ export class StreamTable<T> {
   size = 0;
 
   #slot(id: number): number {
-    return (Math.imul(id, this.#mul) >>> this.#shift) & this.#mask;
+    // A multiply alone keeps arithmetic progressions of ids in neighbouring slots for some
+    // multipliers (one long run); the xor-shift/multiply rounds after it spread them.
+    let h = Math.imul(id, this.#mul);
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    h ^= h >>> 16;
+    return (h >>> this.#shift) & this.#mask;
   }
 
   /** Stream ids are > 0; 0 marks an empty slot. */
