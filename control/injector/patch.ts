@@ -6,6 +6,7 @@ import type { V1Container, V1EnvVar, V1Pod, V1Probe } from "@kubernetes/client-n
 import { Annotations, Labels } from "../../proto/annotations.ts";
 import { ProxyEnv } from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
+import { destinationContext, policyWorkload } from "../../proto/proxy_workload.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { INIT_CONTAINER, type NamespaceLike, PROXY_CONTAINER } from "./decision.ts";
 import { type OverrideProblem, type Overrides, parseOverrides } from "./overrides.ts";
@@ -150,10 +151,10 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.policySvcName, value: names.policyName },
     { name: ProxyEnv.identitySvcAddr, value: names.identityAddr },
     { name: ProxyEnv.identitySvcName, value: names.identityName },
-    { name: ProxyEnv.policyWorkload, value: '{"ns":"$(_pod_ns)", "pod":"$(_pod_name)"}' },
+    { name: ProxyEnv.policyWorkload, value: policyWorkload("$(_pod_ns)", "$(_pod_name)") },
     {
       name: ProxyEnv.destinationContext,
-      value: '{"ns":"$(_pod_ns)", "nodeName":"$(_pod_nodeName)", "pod":"$(_pod_name)"}',
+      value: destinationContext("$(_pod_ns)", "$(_pod_nodeName)", "$(_pod_name)"),
     },
     { name: ProxyEnv.destinationProfileSuffixes, value: `svc.${cfg.clusterDomain}.` },
     { name: ProxyEnv.destinationProfileNetworks, value: cfg.clusterNetworks.join(",") },

@@ -4,17 +4,24 @@
  * Destination.Get (per path) and Destination.GetProfile (per original destination).
  */
 import {
-  DestinationDefinition,
   type DestinationProfile,
+  GET,
+  GET_PROFILE,
+  getProfileRequest,
+  getRequest,
+  type OutboundPolicy,
+  outboundWatchRequest,
+  type Server,
   type Update,
-} from "../../proto/gen_messages/destination.ts";
-import { InboundServerPoliciesDefinition, type Server } from "../../proto/gen_messages/inbound.ts";
-import { OutboundPoliciesDefinition, type OutboundPolicy } from "../../proto/gen_messages/outbound.ts";
+  WATCH_OUTBOUND,
+  WATCH_PORT,
+  watchPortRequest,
+} from "./requests.ts";
 import type { Clock } from "../../proto/support/clock.ts";
 import { preciseClock } from "../core/clock.ts";
 import { type OutboundView, outboundView } from "./outbound_view.ts";
 import { type ProfileView, profileView } from "./profile_view.ts";
-import { fromIpAddress, toTcpAddress } from "../../proto/ip.ts";
+import { fromIpAddress } from "../../proto/ip.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import type { Backoff, ControlService } from "../config/config.ts";
 import type { CertStore } from "../core/cert_store.ts";
@@ -32,7 +39,6 @@ import { compileHttpServer, httpServerFromPort, type HttpServerPolicy } from "..
 import type { Log } from "../core/log.ts";
 import { InboundPolicyMetrics } from "../metrics/policy_metrics.ts";
 import type { GrpcChannel } from "../grpc/channel.ts";
-import { methodOf } from "../grpc/client.ts";
 import { Status as S } from "../grpc/status.ts";
 import { controlChannel, runStream } from "./control_client.ts";
 import { SharedWatch, type SharedWatchOptions } from "./shared_watch.ts";
@@ -59,11 +65,6 @@ export interface DiscoveryOptions {
   /** For compiled service profiles (retry budgets, sub-millisecond timing by default). */
   clock?: Clock;
 }
-
-const WATCH_PORT = methodOf(InboundServerPoliciesDefinition, "watchPort");
-const WATCH_OUTBOUND = methodOf(OutboundPoliciesDefinition, "watch");
-const GET = methodOf(DestinationDefinition, "get");
-const GET_PROFILE = methodOf(DestinationDefinition, "getProfile");
 
 /**
  * A port's Server policy, compiled once per update for both uses: connection-level authorization
@@ -179,7 +180,7 @@ export class Discovery {
       name: "inbound_policy",
       keyOf: (port) => String(port),
       open: (port, signal, on) =>
-        runStream(policy.client, WATCH_PORT, { workload: o.workload, port }, signal, on),
+        runStream(policy.client, WATCH_PORT, watchPortRequest(o.workload, port), signal, on),
       reduce: inboundPolicyReducer(policyMetrics, o.log),
       terminalCodes: NO_RETRY,
       idleMs: o.inboundIdleMs,
@@ -190,13 +191,7 @@ export class Discovery {
       name: "outbound_policy",
       keyOf: (t) => addrKey(t.ip, t.port),
       open: (t, signal, on) =>
-        runStream(
-          policy.client,
-          WATCH_OUTBOUND,
-          { sourceWorkload: o.workload, target: { $case: "addr", value: toTcpAddress(t.ip, t.port) } },
-          signal,
-          on,
-        ),
+        runStream(policy.client, WATCH_OUTBOUND, outboundWatchRequest(o.workload, t.ip, t.port), signal, on),
       reduce: (prev, msg, t) => {
         if (!msg.protocol?.kind || !msg.metadata) {
           throw new Error("outbound policy lacks protocol or metadata");
@@ -220,8 +215,7 @@ export class Discovery {
     this.destination = new SharedWatch({
       name: "destination",
       keyOf: (p) => p,
-      open: (path, signal, on) =>
-        runStream(dst.client, GET, { scheme: "", path, contextToken: o.contextToken }, signal, on),
+      open: (path, signal, on) => runStream(dst.client, GET, getRequest(path, o.contextToken), signal, on),
       reduce: reduceDestination,
       terminalCodes: NO_RETRY,
       idleMs: o.outboundIdleMs,
@@ -232,7 +226,7 @@ export class Discovery {
       name: "profile",
       keyOf: (p) => p,
       open: (path, signal, on) =>
-        runStream(dst.client, GET_PROFILE, { scheme: "", path, contextToken: o.contextToken }, signal, on),
+        runStream(dst.client, GET_PROFILE, getProfileRequest(path, o.contextToken), signal, on),
       reduce: (prev, msg) => {
         const v = profileView(prev, msg, clock);
         if (v.error !== undefined) {
