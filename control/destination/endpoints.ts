@@ -26,6 +26,7 @@ import {
   podIdentity,
   podOwner,
   proxyInboundPort,
+  proxyMetaPort,
 } from "./workload.ts";
 
 export const DEFAULT_WEIGHT = 10000;
@@ -195,7 +196,10 @@ export function weightedAddr(
   if (hash) labels.pod_template_hash = hash;
   labels.zone = zone ?? "";
   const cpNs = meshedWith(pod);
-  if (!cpNs || isSkipInbound(pod, port)) return addr;
+  // The proxy's admin server speaks plain HTTP only (no mesh TLS detection, unlike Linkerd's), so a
+  // meshed client reaches it as an unmeshed endpoint, as if the port were skipped.
+  const meta = proxyMetaPort(pod, port);
+  if (!cpNs || isSkipInbound(pod, port) || meta === "admin") return addr;
   labels.control_plane_ns = cpNs;
   const identity = podIdentity(pod, config);
   if (identity) {
@@ -213,7 +217,8 @@ export function weightedAddr(
         : config.enableH2Upgrade
         ? { $case: "h2", value: {} }
         : undefined,
-      opaqueTransport: opaque || config.forceOpaqueTransport
+      // The control (tap) port terminates mesh TLS itself: never through the inbound port (Linkerd's rule).
+      opaqueTransport: (opaque || config.forceOpaqueTransport) && meta !== "control"
         ? { inboundPort: proxyInboundPort(pod) }
         : undefined,
     };

@@ -12,6 +12,7 @@ import { Annotations, Labels } from "../../proto/annotations.ts";
 import { ProxyEnv } from "../../proto/env.ts";
 import { formatWorkloadIdentity } from "../../proto/identity_name.ts";
 import type { KubeObject } from "../k8s/mod.ts";
+import { Ports } from "../../proto/ports.ts";
 import { DEFAULT_INBOUND_PORT, type DestinationConfig } from "./config.ts";
 import type { Pod, Server } from "./k8s_types.ts";
 import { opaquePortList, portListHas, skipInboundPortList } from "./port_list.ts";
@@ -37,6 +38,22 @@ export function proxyInboundPort(pod: Pod): number {
   const addr = proxyContainer(pod)?.env?.find((e) => e.name === ProxyEnv.inboundListenAddr)?.value;
   const m = addr ? /:(\d+)$/.exec(addr) : null;
   return m ? Number(m[1]) : DEFAULT_INBOUND_PORT;
+}
+
+/**
+ * Which of the proxy's own ports `port` is: its admin server (4191) or its control (tap) server
+ * (4190), read from the proxy's env as Linkerd's destination reads them. Neither is behind the
+ * inbound listener (init skips them), so a client must never wrap them in opaque transport to 4143.
+ */
+export function proxyMetaPort(pod: Pod, port: number): "admin" | "control" | undefined {
+  const env = proxyContainer(pod)?.env ?? [];
+  const portOf = (name: string, fallback: number) => {
+    const m = /:(\d+)$/.exec(env.find((e) => e.name === name)?.value ?? "");
+    return m ? Number(m[1]) : fallback;
+  };
+  if (port === portOf(ProxyEnv.controlListenAddr, Ports.proxyControl)) return "control";
+  if (port === portOf(ProxyEnv.adminListenAddr, Ports.proxyAdmin)) return "admin";
+  return undefined;
 }
 
 export function podIdentity(pod: Pod, config: DestinationConfig): string | undefined {

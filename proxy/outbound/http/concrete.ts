@@ -8,6 +8,7 @@ import type { Endpoint } from "../../core/endpoint.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { addrKey, type Discovery, type EndpointSet } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
+import type { ProfileView } from "../../discovery/profile_view.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { endpointTarget, type Target } from "../resolve.ts";
 import { Balancer, type FailureAccrualConfig, type Lease, type QueueConfig } from "../../balance/balancer.ts";
@@ -46,6 +47,9 @@ export class BackendState {
   readonly #deps: ConcreteDeps;
   readonly #source: BackendSource;
   readonly #handle: WatchHandle<EndpointSet> | undefined;
+  /** A forward without mesh metadata: the address's endpoint profile (GetProfile of `ip:port`). */
+  readonly #profile: WatchHandle<ProfileView> | undefined;
+  #syncedProfile: unknown = undefined;
   readonly #clock: Clock;
   #synced: unknown = null;
   #clients = new Map<string, EndpointClient>();
@@ -75,6 +79,17 @@ export class BackendState {
       ? undefined
       : addrKey(source.ip, source.port);
     this.#handle = path === undefined ? undefined : deps.discovery.destination.subscribe(path);
+    // Destination.Get refuses IP queries (as Linkerd's does), so a pod address's identity and hints come
+    // from its endpoint profile, as Linkerd's proxy takes them: a meshed pod dialled by IP gets mesh TLS.
+    this.#profile = source.kind === "forward" && !source.endpoint?.identity
+      ? deps.discovery.profile.subscribe(addrKey(source.ip, source.port))
+      : undefined;
+  }
+
+  /** The endpoint profile's endpoint for the forward address, when it carries an identity. */
+  #profileEndpoint(ip: string, port: number): Endpoint | undefined {
+    const e = this.#profile?.current().state?.compiled?.endpoint;
+    return e?.identity && e.ip === ip && e.port === port ? e : undefined;
   }
 
   #target(e: Endpoint | undefined, ip: string, port: number): Target {
@@ -91,7 +106,9 @@ export class BackendState {
 
   #sync(): void {
     const state = this.#handle?.current().state;
-    if (this.#handle && state === this.#synced) return;
+    const profile = this.#profile?.current().state;
+    if (this.#handle && state === this.#synced && profile === this.#syncedProfile) return;
+    this.#syncedProfile = profile;
     if (!this.#handle && this.#synced !== null) return;
     this.#synced = this.#handle ? state : true;
     const want = new Map<string, { e: Endpoint | undefined; ip: string; port: number }>();
@@ -100,7 +117,7 @@ export class BackendState {
       for (const [k, e] of state?.endpoints ?? []) want.set(k, { e, ip: e.ip, port: e.port });
     } else {
       const k = addrKey(s.ip, s.port);
-      const found = state?.endpoints.get(k);
+      const found = state?.endpoints.get(k) ?? this.#profileEndpoint(s.ip, s.port);
       want.set(k, { e: s.endpoint?.identity ? s.endpoint : found, ip: s.ip, port: s.port });
     }
     const next = new Map<string, EndpointClient>();
@@ -150,6 +167,7 @@ export class BackendState {
 
   close(): void {
     this.#handle?.release();
+    this.#profile?.release();
     this.balancer.close();
     for (const c of this.#clients.values()) retire(c);
     this.#clients.clear();
