@@ -304,7 +304,7 @@ export class Inbound {
       // Held for the connection's life: requests read the port's policy as it is now.
       const h = o.discovery.inbound.subscribe(port);
       const initial = policy;
-      // Connection-level metrics for HTTP too (bytes are counted when the connection closes).
+      // Connection-level metrics for HTTP too; bytes are read from the socket at scrape and close.
       const conn = o.metrics.open({
         direction: "inbound",
         peer: "src",
@@ -313,6 +313,7 @@ export class Inbound {
         srv_name: policy.serverName,
         target_addr: target,
       });
+      conn.track(downstream);
       try {
         await o.http.serve(downstream, httpVersion, {
           ip: dst.ip,
@@ -327,8 +328,6 @@ export class Inbound {
         });
       } finally {
         h.release();
-        conn.read(downstream.bytesRead);
-        conn.write(downstream.bytesWritten);
         conn.close(undefined);
         downstream.destroy();
       }

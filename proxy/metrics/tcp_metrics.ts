@@ -1,12 +1,20 @@
 /**
  * Linkerd's proxy TCP metrics (names and labels as Linkerd's, so dashboards keep working).
  * Byte counts accumulate in plain per-connection fields and reach the counters at close and at
- * scrape time, so the byte path never does a label lookup.
+ * scrape time, so the byte path never does a label lookup. Connections whose bytes are moved by a
+ * codec (HTTP) are `track`ed instead: their socket's own byte counts are read at scrape and at
+ * close, so an open connection's bytes show while it is open and the data path pays nothing.
  */
 import { type Registry } from "./registry.ts";
 import { Counter, Gauge } from "./instruments.ts";
 
 export type TcpLabels = Record<string, string>;
+
+/** A socket's running byte counts (node:net sockets have them). */
+export interface ByteCounts {
+  readonly bytesRead: number;
+  readonly bytesWritten: number;
+}
 
 const CONN_LABELS = [
   "direction",
@@ -28,6 +36,9 @@ export class ConnRecord {
   pendingRead = 0;
   pendingWrite = 0;
   #closed = false;
+  #sock: ByteCounts | undefined;
+  #seenRead = 0;
+  #seenWrite = 0;
 
   constructor(m: TcpMetrics, labels: TcpLabels) {
     this.#m = m;
@@ -42,7 +53,22 @@ export class ConnRecord {
     this.pendingWrite += n;
   };
 
+  /** Counts every byte `sock` carried (also before this call), read at each scrape and at close. */
+  track(sock: ByteCounts): void {
+    this.#sock = sock;
+  }
+
   flush(): void {
+    const s = this.#sock;
+    if (s !== undefined) {
+      // Counts only grow; a socket that reports less (or nothing) adds nothing.
+      const r = s.bytesRead ?? 0;
+      const w = s.bytesWritten ?? 0;
+      if (r > this.#seenRead) this.pendingRead += r - this.#seenRead;
+      if (w > this.#seenWrite) this.pendingWrite += w - this.#seenWrite;
+      this.#seenRead = Math.max(r, this.#seenRead);
+      this.#seenWrite = Math.max(w, this.#seenWrite);
+    }
     if (this.pendingRead > 0) this.#m.readBytes.inc(this.labels, this.pendingRead);
     if (this.pendingWrite > 0) this.#m.writeBytes.inc(this.labels, this.pendingWrite);
     this.pendingRead = 0;
@@ -56,6 +82,7 @@ export class ConnRecord {
     this.#m.closeTotal.inc({ ...this.labels, errno: errno ?? "" });
     this.#m.openConnections.dec(this.labels);
     this.#m.live.delete(this);
+    this.#sock = undefined;
   }
 }
 

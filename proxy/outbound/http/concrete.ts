@@ -10,6 +10,7 @@ import { addrKey, type Discovery, type EndpointSet } from "../../discovery/clien
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { ProfileView } from "../../discovery/profile_view.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
+import type { StreamSeries } from "../../metrics/http_route_metrics.ts";
 import { endpointTarget, type Target } from "../resolve.ts";
 import { Balancer, type FailureAccrualConfig, type Lease, type QueueConfig } from "../../balance/balancer.ts";
 import { preciseClock } from "../../core/clock.ts";
@@ -137,7 +138,13 @@ export class BackendState {
     this.balancer.update(next);
   }
 
-  async send(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
+  /** Sends one attempt; `series` is the route backend's metric series (policy routes). */
+  async send(
+    req: HttpRequest,
+    signal: AbortSignal,
+    classifier?: ResponseClassifier,
+    series?: StreamSeries,
+  ): Promise<HttpResponse> {
     this.#sync();
     const h = this.#handle;
     if (!this.#waited && h && h.current().state === undefined) {
@@ -147,21 +154,32 @@ export class BackendState {
     }
     const clock = this.#clock;
     const b = this.balancer;
-    const lease = b.pick(clock.now()) ?? await b.acquire(signal);
+    const t0 = clock.now();
+    let lease: Lease<EndpointClient>;
     let res: HttpResponse;
+    try {
+      lease = b.pick(t0) ?? await b.acquire(signal);
+    } catch (e) {
+      series?.recordError(e, (clock.now() - t0) / 1000);
+      throw e;
+    }
     try {
       res = await lease.endpoint.request(req, signal, classifier);
     } catch (e) {
-      lease.done(false, clock.now());
+      const now = clock.now();
+      lease.done(false, now);
+      series?.recordError(e, (now - t0) / 1000);
       throw e;
     }
-    lease.responded(clock.now());
+    const now = clock.now();
+    lease.responded(now);
     const early = res.headers.get("grpc-status");
     if (early !== undefined || res.upgrade) {
-      lease.done(res.status < 500 && (early === undefined || early === "0"), clock.now());
+      lease.done(res.status < 500 && (early === undefined || early === "0"), now);
+      series?.recordResponse(res.status, undefined, res.headers, (now - t0) / 1000);
       return res;
     }
-    res.body = new LeaseBody(res.body, res.status, lease, clock);
+    res.body = new LeaseBody(res.body, res, lease, clock, series, t0);
     return res;
   }
 
@@ -183,35 +201,55 @@ function retire(c: EndpointClient): void {
  * holds the lease itself rather than a callback: one object per response on the hot path.
  */
 class LeaseBody extends BodyTap {
-  readonly #status: number;
+  readonly #res: HttpResponse;
   #lease: Lease<EndpointClient> | undefined;
   readonly #clock: Clock;
+  /** The route backend's series and the attempt's start, when the route records metrics. */
+  readonly #series: StreamSeries | undefined;
+  readonly #t0: number;
 
-  constructor(inner: Body, status: number, lease: Lease<EndpointClient>, clock: Clock) {
+  constructor(
+    inner: Body,
+    res: HttpResponse,
+    lease: Lease<EndpointClient>,
+    clock: Clock,
+    series: StreamSeries | undefined,
+    t0: number,
+  ) {
     super(inner);
-    this.#status = status;
+    this.#res = res;
     this.#lease = lease;
     this.#clock = clock;
+    this.#series = series;
+    this.#t0 = t0;
   }
 
-  #finish(ok: boolean): void {
+  /** Ends the lease (once); the clock reading, or -1 when it had ended already. */
+  #finish(ok: boolean): number {
     const l = this.#lease;
+    if (l === undefined) return -1;
     this.#lease = undefined;
-    l?.done(ok, this.#clock.now());
+    const now = this.#clock.now();
+    l.done(ok, now);
+    return now;
   }
 
   protected onChunk(): void {}
 
   protected onEnd(trailers: HeaderList | undefined): void {
     const g = trailers?.get("grpc-status");
-    this.#finish(this.#status < 500 && (g === undefined || g === "0"));
+    const res = this.#res;
+    const now = this.#finish(res.status < 500 && (g === undefined || g === "0"));
+    if (now >= 0) this.#series?.recordResponse(res.status, trailers, res.headers, (now - this.#t0) / 1000);
   }
 
-  protected onError(): void {
-    this.#finish(false);
+  protected onError(e: unknown): void {
+    const now = this.#finish(false);
+    if (now >= 0) this.#series?.recordError(e, (now - this.#t0) / 1000, this.#res.status);
   }
 
   protected onCancel(): void {
-    this.#finish(this.#status < 500);
+    const now = this.#finish(this.#res.status < 500);
+    if (now >= 0) this.#series?.recordError({ reason: "cancel" }, (now - this.#t0) / 1000, this.#res.status);
   }
 }

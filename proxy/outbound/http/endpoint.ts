@@ -6,7 +6,9 @@
  * - an endpoint hinted `h2` gets one multiplexed HTTP/2 connection, and HTTP/1 requests travel over
  *   it marked with `l5d-orig-proto` (restored on the response);
  * - anything else speaks the request's own version (an HTTP/1 pool and an HTTP/2 connection).
- * Every request is recorded in the endpoint's outbound metrics (Linkerd's endpoint labels).
+ * Every request is recorded in the endpoint's outbound metrics (Linkerd's endpoint labels), and
+ * every connection in the TCP metrics (`direction="outbound",peer="dst"`, as Linkerd counts the
+ * connections that carry HTTP to an endpoint).
  *
  * HTTP/2 stays behind this one seam (and the inbound stack's), so it can be swapped wholesale.
  */
@@ -18,6 +20,7 @@ import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../../proto/tra
 import type { Log } from "../../core/log.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { type HttpMetrics, instrumentResponse, type OutboundScope } from "../../metrics/http_metrics.ts";
+import type { TcpMetrics } from "../../metrics/tcp_metrics.ts";
 import type { Target } from "../resolve.ts";
 import { connectTcp } from "../../transport/connect.ts";
 import type { MeshTls } from "../../transport/tls.ts";
@@ -25,12 +28,17 @@ import { Http1Pool } from "../../http/h1/mod.ts";
 import { Http2Connection } from "../../http/h2/client.ts";
 import { type HttpRequest, type HttpResponse, isGrpc } from "../../http/message.ts";
 import { clearResponseMark, markUpgraded } from "../../http/orig_proto.ts";
+import type { TapContext, Taps } from "../../tap/taps.ts";
 
 export interface EndpointClientDeps {
   tls: MeshTls;
   metrics: HttpMetrics;
   connectTimeoutMs: number;
   log: Log;
+  /** Live taps: a request pays one check of `taps.active` while none is running. */
+  taps?: Taps;
+  /** The proxy's TCP metrics: each connection to an endpoint is counted (bytes read at scrape). */
+  tcp?: TcpMetrics;
 }
 
 const HTTP1: SessionProtocol = { kind: { $case: "http1", value: {} } };
@@ -47,7 +55,9 @@ export class EndpointClient {
   /** HTTP/1 requests go over HTTP/2 (the endpoint's `h2` hint, meshed only). */
   readonly upgrade: boolean;
   readonly #deps: EndpointClientDeps;
+  readonly #meta: Endpoint | undefined;
   readonly #scope: OutboundScope;
+  readonly #tcpLabels: Record<string, string>;
   #h1: Http1Pool | undefined;
   #h2: Http2Connection | undefined;
   /** A transport opened ahead of the first HTTP/2 request (see `warm`). */
@@ -55,6 +65,7 @@ export class EndpointClient {
 
   constructor(target: Target, meta: Endpoint | undefined, deps: EndpointClientDeps) {
     this.target = target;
+    this.#meta = meta;
     this.#deps = deps;
     this.addr = addrText(target.ip, target.kind === "meshed" ? target.targetPort : target.port);
     this.upgrade = target.kind === "meshed" && meta?.h2 === true;
@@ -62,6 +73,7 @@ export class EndpointClient {
       ? { tls: "true", server_id: target.identity }
       : { tls: "no_identity", no_tls_reason: target.reason };
     this.#scope = deps.metrics.outboundScope({ targetAddr: this.addr, tls, dst: meta?.metricLabels });
+    this.#tcpLabels = { direction: "outbound", peer: "dst", ...tls, target_addr: this.addr };
   }
 
   /** Same wire behaviour as `other` would have (so a discovery update can keep this client). */
@@ -78,11 +90,23 @@ export class EndpointClient {
     return false;
   }
 
+  /** Counts a new connection to the endpoint until it closes (with its error code, if any). */
+  #counted(socket: net.Socket): net.Socket {
+    const tcp = this.#deps.tcp;
+    if (tcp === undefined) return socket;
+    const rec = tcp.open(this.#tcpLabels);
+    rec.track(socket);
+    let errno: string | undefined;
+    socket.on("error", (e: Error & { code?: string }) => errno ??= e.code);
+    socket.once("close", () => rec.close(errno));
+    return socket;
+  }
+
   async #connect(protocol: SessionProtocol, signal: AbortSignal): Promise<net.Socket> {
     const t = this.target;
     const d = this.#deps;
     signal.throwIfAborted();
-    if (t.kind === "plain") return await connectTcp(t.ip, t.port, d.connectTimeoutMs);
+    if (t.kind === "plain") return this.#counted(await connectTcp(t.ip, t.port, d.connectTimeoutMs));
     const { socket, alpn } = await d.tls.connect({
       host: t.ip,
       port: t.connectPort,
@@ -98,7 +122,7 @@ export class EndpointClient {
       }
       socket.write(encodeTransportHeader({ port: t.targetPort, name: "", sessionProtocol: protocol }));
     }
-    return socket;
+    return this.#counted(socket);
   }
 
   #pool(): Http1Pool {
@@ -142,11 +166,35 @@ export class EndpointClient {
   }
 
   /** Sends one request; `classifier` is the route's response classes (profile routes). */
-  async request(
-    req: HttpRequest,
-    signal: AbortSignal,
-    classifier?: ResponseClassifier,
-  ): Promise<HttpResponse> {
+  request(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
+    const taps = this.#deps.taps;
+    if (taps === undefined || taps.active === 0) return this.#send(req, signal, classifier);
+    return taps.exchange(req, this.#tap ??= this.#tapContext(), () => this.#send(req, signal, classifier));
+  }
+
+  #tap: TapContext | undefined;
+
+  /**
+   * Linkerd's outbound endpoint labels for tap: the endpoint's metadata with `tls`/`server_id`
+   * (or why no TLS). The application's own address is not known at this layer: no `source`.
+   */
+  #tapContext(): TapContext {
+    const t = this.target;
+    const labels = this.#meta?.metricLabels ?? {};
+    return {
+      direction: "outbound",
+      source: undefined,
+      destination: { ip: t.ip, port: t.kind === "meshed" ? t.targetPort : t.port },
+      destinationLabels: labels,
+      routeLabels: undefined,
+      sourceLabels: { tls: "loopback" },
+      destinationMeta: t.kind === "meshed"
+        ? { ...labels, tls: "true", server_id: t.identity }
+        : { ...labels, tls: t.reason },
+    };
+  }
+
+  async #send(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
     const rec = this.#scope.get(req.authority).start(isGrpc(req.headers), classifier);
     // Upgrade requests (WebSocket) stay HTTP/1: their connection is handed over after the 101.
     const upgraded = this.upgrade && req.version !== "HTTP/2" && !req.headers.has("upgrade");

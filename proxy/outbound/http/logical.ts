@@ -17,7 +17,8 @@ import { addrKey } from "../../discovery/clients.ts";
 import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../core/log.ts";
 import { httpErrorKind, recordRequests, type RouteMetrics } from "../../metrics/http_metrics.ts";
-import type { HttpRouteMetrics } from "../../metrics/http_route_metrics.ts";
+import { hostOf, type HttpRouteMetrics, type StreamSeries } from "../../metrics/http_route_metrics.ts";
+import type { BalancerMetrics } from "../../metrics/balancer_metrics.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { SocketAddr } from "../../transport/orig_dst.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
@@ -27,7 +28,16 @@ import { type Rng, systemRng } from "../../core/rng.ts";
 import { type BackendSource, BackendState, type ConcreteDeps } from "./concrete.ts";
 import { serveHttp1 } from "../../http/h1/mod.ts";
 import { serveHttp2 } from "../../http/h2/server.ts";
-import { HttpError, type HttpRequest, type HttpResponse, type HttpService } from "../../http/message.ts";
+import {
+  type Body,
+  type HeaderList,
+  HttpError,
+  type HttpRequest,
+  type HttpResponse,
+  type HttpService,
+} from "../../http/message.ts";
+import { BodyTap } from "../../http/body_tap.ts";
+import type { Clock } from "../../../proto/support/clock.ts";
 import { layered } from "../../http/layer.ts";
 import type { OutboundPolicyRoutes, OutboundRule, RouteBackend } from "../../route/outbound.ts";
 import type { RouteHit } from "../../route/table.ts";
@@ -45,7 +55,12 @@ export interface OutboundHttpDeps extends ConcreteDeps {
   drain?: AbortSignal;
   /** Per-route request outcomes of policy routes, with parent labels (egress: EgressNetwork). */
   routeMetrics?: HttpRouteMetrics;
+  /** `outbound_http_balancer_endpoints` of the policy backends' balancers. */
+  balancerMetrics?: BalancerMetrics;
 }
+
+/** Hostnames remembered per route for its metric series; past this, series are looked up each time. */
+const MAX_CACHED_HOSTS = 64;
 
 /** One original destination's HTTP service. */
 class DestinationService {
@@ -70,6 +85,10 @@ class DestinationService {
   /** Each route's composed service; routes are new objects after a recompile, so these follow. */
   #profileRoutes = new WeakMap<ProfileRoute, HttpService>();
   #policyRoutes = new WeakMap<RouteHit<OutboundRule>, HttpService>();
+  /** Each route's metric series by the request's authority (as sent, so no parsing per request). */
+  #routeSeries = new WeakMap<RouteHit<OutboundRule>, Map<string, StreamSeries>>();
+  /** Removes a route backend's balancer from the endpoints gauge, by RouteBackend key. */
+  #unGauge = new Map<string, () => void>();
   /** Recomputed only when the policy or profile changed. */
   #routing: Routing = selectRouting(undefined, undefined);
 
@@ -97,6 +116,8 @@ class DestinationService {
         if (!policy!.backends.has(k)) {
           b.close();
           this.#routeBackends.delete(k);
+          this.#unGauge.get(k)?.();
+          this.#unGauge.delete(k);
         }
       }
     }
@@ -134,6 +155,9 @@ class DestinationService {
     const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
     b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
     this.#routeBackends.set(rb.key, b);
+    const parent = this.#policy?.meta;
+    const gauge = this.#deps.balancerMetrics;
+    if (gauge && parent) this.#unGauge.set(rb.key, gauge.add(parent, rb.meta, b.balancer));
     return b;
   }
 
@@ -242,8 +266,18 @@ class DestinationService {
     const matcher = hit.matcher;
     // A hit belongs to one protocol's route table, so its failure accrual is fixed.
     const accrual = policy.routesFor(req.version)?.failureAccrual;
+    const rm = this.#deps.routeMetrics;
+    // The route's backends' metric series, looked up once per backend of this compiled route.
+    const bySeries = new Map<RouteBackend, StreamSeries>();
+    const series = rm
+      ? (rb: RouteBackend): StreamSeries => {
+        let bs = bySeries.get(rb);
+        if (!bs) bySeries.set(rb, bs = rm.backend(policy.meta, rule.route, rb.meta, rule.grpc));
+        return bs;
+      }
+      : undefined;
     s = layered(
-      (r, signal) => this.#toRouteBackend(rule.backends, matcher, accrual, r, signal),
+      (r, signal) => this.#toRouteBackend(rule.backends, matcher, accrual, series, r, signal),
       rule.filters.responseLayer(),
       retryLayer(rule.plan, this.#exec),
     );
@@ -263,21 +297,26 @@ class DestinationService {
     }
     // Request filters may answer instead (redirects, injected failures): not a layer, since they
     // need the match and can end the request before any backend is chosen.
+    const series = this.#deps.routeMetrics ? this.#routeSeriesOf(policy, hit, req.authority) : undefined;
+    const t0 = series ? this.#exec.clock.now() : 0;
     const early = hit.policy.filters.applyRequest(req, hit.matcher, this.#rng);
-    const rm = this.#deps.routeMetrics;
     if (early) {
-      rm?.record(policy.meta, hit.policy.route, req.authority, early.status);
+      series?.recordResponse(early.status, undefined, early.headers, (this.#exec.clock.now() - t0) / 1000);
       return Promise.resolve(early);
     }
     const sent = this.#policyRoute(policy, hit, req)(req, signal);
-    if (!rm) return sent;
-    return sent.then((res) => {
-      rm.record(policy.meta, hit.policy.route, req.authority, res.status);
-      return res;
-    }, (e) => {
-      rm.record(policy.meta, hit.policy.route, req.authority, undefined, httpErrorKind(e));
-      throw e;
-    });
+    return series ? recordRoute(sent, series, t0, this.#exec.clock) : sent;
+  }
+
+  #routeSeriesOf(policy: OutboundPolicyRoutes, hit: RouteHit<OutboundRule>, authority: string): StreamSeries {
+    let byHost = this.#routeSeries.get(hit);
+    if (!byHost) this.#routeSeries.set(hit, byHost = new Map());
+    let s = byHost.get(authority);
+    if (s) return s;
+    const rule = hit.policy;
+    s = this.#deps.routeMetrics!.route(policy.meta, rule.route, hostOf(authority), rule.grpc);
+    if (byHost.size < MAX_CACHED_HOSTS) byHost.set(authority, s);
+    return s;
   }
 
   /** One attempt of a policy route: a backend from its distribution, its filters, its balancer. */
@@ -285,14 +324,20 @@ class DestinationService {
     backends: Distribution<RouteBackend>,
     matcher: Matcher,
     accrual: FailureAccrualConfig | undefined,
+    series: ((rb: RouteBackend) => StreamSeries) | undefined,
     req: HttpRequest,
     signal: AbortSignal,
   ): Promise<HttpResponse> {
     const rb = backends.choose(this.#rng, this.#available);
     if (!rb) throw new HttpError(500, "the route has no backends", "no_backends", 13);
+    const bs = series?.(rb);
+    if (bs) bs.requests++;
     const answer = rb.filters.applyRequest(req, matcher, this.#rng);
-    if (answer) return Promise.resolve(answer);
-    const sent = this.#routeBackend(rb, accrual).send(req, signal);
+    if (answer) {
+      bs?.recordResponse(answer.status, undefined, answer.headers, 0);
+      return Promise.resolve(answer);
+    }
+    const sent = this.#routeBackend(rb, accrual).send(req, signal, undefined, bs);
     if (rb.filters.empty) return sent;
     return sent.then((res) => {
       rb.filters.applyResponse(res);
@@ -308,7 +353,68 @@ class DestinationService {
     for (const b of this.#routeBackends.values()) b.close();
     this.#backends.clear();
     this.#routeBackends.clear();
+    for (const un of this.#unGauge.values()) un();
+    this.#unGauge.clear();
     this.#default = undefined;
+  }
+}
+
+/**
+ * A policy route's logical request in its route series: its duration to the end of the response
+ * stream and its status (or the error when the proxy failed it).
+ */
+async function recordRoute(
+  sent: Promise<HttpResponse>,
+  series: StreamSeries,
+  t0: number,
+  clock: Clock,
+): Promise<HttpResponse> {
+  let res: HttpResponse;
+  try {
+    res = await sent;
+  } catch (e) {
+    series.recordError(e, (clock.now() - t0) / 1000);
+    throw e;
+  }
+  if (res.upgrade) series.recordResponse(res.status, undefined, res.headers, (clock.now() - t0) / 1000);
+  else res.body = new RouteBody(res.body, series, res.status, res.headers, t0, clock);
+  return res;
+}
+
+/** Ends the route series' stream when the response body ends (one object per response). */
+class RouteBody extends BodyTap {
+  #series: StreamSeries | undefined;
+
+  constructor(
+    inner: Body,
+    series: StreamSeries,
+    readonly status: number,
+    readonly headers: HeaderList,
+    readonly t0: number,
+    readonly clock: Clock,
+  ) {
+    super(inner);
+    this.#series = series;
+  }
+
+  #take(): StreamSeries | undefined {
+    const s = this.#series;
+    this.#series = undefined;
+    return s;
+  }
+
+  protected onChunk(): void {}
+
+  protected onEnd(trailers: HeaderList | undefined): void {
+    this.#take()?.recordResponse(this.status, trailers, this.headers, (this.clock.now() - this.t0) / 1000);
+  }
+
+  protected onError(e: unknown): void {
+    this.#take()?.recordError(e, (this.clock.now() - this.t0) / 1000, this.status);
+  }
+
+  protected onCancel(): void {
+    this.#take()?.recordError({ reason: "cancel" }, (this.clock.now() - this.t0) / 1000, this.status);
   }
 }
 
