@@ -7,6 +7,7 @@
 import { Registry } from "./metrics/registry.ts";
 import { L4RouteMetrics } from "./metrics/l4_route_metrics.ts";
 import { HttpRouteMetrics } from "./metrics/http_route_metrics.ts";
+import { BalancerMetrics } from "./metrics/balancer_metrics.ts";
 import { Ports } from "../proto/ports.ts";
 import { type ProxyConfig, proxyOwnPorts } from "./config/config.ts";
 import { CertStore } from "./core/cert_store.ts";
@@ -123,6 +124,8 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     localIps: new Set(config.inboundIps ?? []),
     log,
     routeMetrics: new HttpRouteMetrics(registry),
+    balancerMetrics: new BalancerMetrics(registry),
+    tcp: metrics,
   });
   const inbound = new Inbound({
     inboundPort: config.inboundListen.port,
