@@ -9,6 +9,7 @@
  */
 import { type Registry } from "../metrics/registry.ts";
 import { Counter } from "../metrics/instruments.ts";
+import { registerProcessMetrics } from "../metrics/process_metrics.ts";
 import { isLoopbackIp } from "../inbound/cidr.ts";
 import type { Log } from "../core/log.ts";
 
@@ -35,6 +36,8 @@ export interface ProxyAdmin {
 
 export function serveProxyAdmin(o: ProxyAdminOptions): ProxyAdmin {
   const now = o.now ?? Date.now;
+  // The process's own CPU and memory, read at scrape time (what `weft resources` sizes the proxy from).
+  registerProcessMetrics(o.registry);
   const forbidden = new Counter({
     name: "proxy_admin_shutdown_forbidden_total",
     help: "POST /shutdown requests refused because they did not come from inside the pod (loopback)",
