@@ -20,6 +20,7 @@ import type { WatchHandle } from "./discovery/shared_watch.ts";
 import { Inbound } from "./inbound/inbound.ts";
 import type { InboundPortPolicy } from "./discovery/clients.ts";
 import { InboundHttp } from "./inbound/http/stack.ts";
+import { AccessLog, type LineWriter } from "./inbound/http/access_log.ts";
 import { OutboundHttp } from "./outbound/http/logical.ts";
 import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
@@ -28,12 +29,16 @@ import { ConnTracker } from "./transport/conn_tracker.ts";
 import { listenAll, type Listener } from "./transport/listen.ts";
 import { normalizeIp, type OrigDst } from "./transport/orig_dst.ts";
 import { MeshTls } from "./transport/tls.ts";
+import { Taps } from "./tap/taps.ts";
+import { serveTap, type TapServer } from "./tap/server.ts";
 
 export interface ProxyDeps {
   identity: IdentityStarter;
   origDst: OrigDst;
   log: Log;
   store?: CertStore;
+  /** Where the HTTP access log goes (default: stderr, as Linkerd's proxy writes it). */
+  accessLogWriter?: LineWriter;
 }
 
 export interface RunningProxy {
@@ -42,7 +47,9 @@ export interface RunningProxy {
   registry: Registry;
   adminAddr: Deno.NetAddr;
   /** Resolves when the data-plane listeners are up (after identity is certified). */
-  serving: Promise<{ inbound: Listener; outbound: Listener[] }>;
+  serving: Promise<{ inbound: Listener; outbound: Listener[]; tap: TapServer | undefined }>;
+  /** The live taps the stacks report to. */
+  taps: Taps;
   /** Stop accepting, drain, close; resolves when done. Idempotent. */
   shutdown(reason: string): Promise<void>;
   /** Resolves after shutdown completes. */
@@ -107,13 +114,20 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
 
   // Aborted when draining starts, so kept-alive HTTP connections close after their current request.
   const drain = new AbortController();
+  const taps = new Taps();
+  let tapServer: TapServer | undefined;
   const inboundHttp = new InboundHttp({
+    taps,
     drain: drain.signal,
     metrics: httpMetrics,
+    accessLog: config.accessLog === undefined
+      ? undefined
+      : new AccessLog(config.accessLog, deps.accessLogWriter ?? Deno.stderr, { registry }),
     connectTimeoutMs: config.inboundConnectTimeoutMs,
     log,
   });
   const outboundHttp = new OutboundHttp({
+    taps,
     drain: drain.signal,
     discovery,
     tls,
@@ -191,7 +205,23 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
         outL.map((l) => `${l.addr.ip}:${l.addr.port}`).join(", ")
       }`,
     );
-    return { inbound: inL, outbound: outL };
+    // The tap server only with a tap identity to authorize (LINKERD2_PROXY_TAP_SVC_NAME), after
+    // identity: it serves with the proxy's own certificate.
+    if (config.controlListen !== undefined && config.tapSvcName !== undefined) {
+      // A port it cannot bind costs tap, not the data path.
+      tapServer = await serveTap({
+        listen: config.controlListen,
+        tls,
+        tapName: config.tapSvcName,
+        taps,
+        log,
+        registry,
+      }).catch((e) => {
+        log("error", `tap server failed to start: ${(e as Error).message}`);
+        return undefined;
+      });
+    } else log("info", "no tap server: LINKERD2_PROXY_TAP_SVC_NAME is not set");
+    return { inbound: inL, outbound: outL, tap: tapServer };
   })();
   serving.catch(() => {});
 
@@ -203,6 +233,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
         `shutting down (${reason}): draining ${tracker.size} connection(s) for up to ${config.shutdownGracePeriodMs}ms`,
       );
       await Promise.all(listeners.map((l) => l.close()));
+      await tapServer?.close();
       drain.abort();
       const clean = await tracker.drain(config.shutdownGracePeriodMs);
       if (!clean) log("warn", "grace period over: closed the remaining connections");
@@ -217,5 +248,5 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     return stopping;
   }
 
-  return { store, trust, registry, adminAddr: admin.addr, serving, shutdown, finished };
+  return { store, trust, registry, adminAddr: admin.addr, serving, taps, shutdown, finished };
 }

@@ -59,6 +59,10 @@ export interface ProxyConfig {
   inboundListen: ListenAddr;
   outboundListen: ListenAddr[];
   adminListen: ListenAddr;
+  /** The tap server's address (LINKERD2_PROXY_CONTROL_LISTEN_ADDR); set by `parseConfig`. */
+  controlListen?: ListenAddr;
+  /** LINKERD2_PROXY_TAP_SVC_NAME: the only identity allowed to tap; without it, no tap server. */
+  tapSvcName?: string;
   inboundDefaultPolicy: DefaultInboundPolicy;
   clusterNetworks: Cidr[];
   inboundPorts: Set<number>;
@@ -89,6 +93,7 @@ export function proxyOwnPorts(config: ProxyConfig): Set<number> {
     config.inboundListen.port,
     ...config.outboundListen.map((a) => a.port),
     config.adminListen.port,
+    ...(config.controlListen ? [config.controlListen.port] : []),
     Ports.proxyInbound,
     Ports.proxyOutbound,
     Ports.proxyAdmin,
@@ -220,6 +225,11 @@ export function resolveProxyConfig(env: Env): ProxyConfig {
       E.adminListenAddr,
       optional(env, E.adminListenAddr) ?? `127.0.0.1:${Ports.proxyAdmin}`,
     ),
+    controlListen: parseSocketAddr(
+      E.controlListenAddr,
+      optional(env, E.controlListenAddr) ?? `0.0.0.0:${Ports.proxyControl}`,
+    ),
+    tapSvcName: optional(env, E.tapSvcName),
     inboundDefaultPolicy: policyName as DefaultInboundPolicy,
     clusterNetworks: clusterNetworksText === undefined
       ? []

@@ -117,6 +117,8 @@ export const PROXY_LAYERS: readonly (readonly string[])[] = [
   ["proxy/balance/"],
   ["proxy/route/"],
   ["proxy/grpc/"],
+  // Tap: the registry the stacks check per request, and its server on the control port.
+  ["proxy/tap/"],
   ["proxy/identity/"],
   ["proxy/discovery/"],
   ["proxy/inbound/", "proxy/outbound/"],

@@ -37,6 +37,7 @@ import { serveHttp2 } from "../../http/h2/server.ts";
 import { type HttpResponse, type HttpService, isGrpc } from "../../http/message.ts";
 import { markDowngradedResponse, takeOrigProto } from "../../http/orig_proto.ts";
 import type { AccessLog } from "./access_log.ts";
+import type { TapContext, Taps } from "../../tap/taps.ts";
 
 /** `ip:port`, with brackets around an IPv6 address. */
 function addrKey(ip: string, port: number): string {
@@ -52,6 +53,8 @@ export interface InboundHttpDeps {
   rng?: Rng;
   /** LINKERD2_PROXY_ACCESS_LOG: one line per request; absent, requests cost nothing extra. */
   accessLog?: AccessLog;
+  /** Live taps: a request pays one check of `taps.active` while none is running. */
+  taps?: Taps;
 }
 
 export interface InboundHttpConn {
@@ -237,6 +240,8 @@ export class InboundHttp {
         clientId: c.conn.tls?.clientId,
       });
     }
+    const taps = this.#deps.taps;
+    if (taps !== undefined) svc = tapInbound(taps, svc, c);
     const drain = this.#deps.drain;
     if (version === "http2") {
       await serveHttp2(sock, svc, { log: this.#deps.log, drain }).closed;
@@ -258,4 +263,37 @@ export class InboundHttp {
     this.#h1.clear();
     this.#h2.clear();
   }
+}
+
+/** `ip:port` / `[v6]:port` split (undefined when it is not one). */
+function splitAddr(a: string | undefined): { ip: string; port: number } | undefined {
+  if (a === undefined) return undefined;
+  const i = a.lastIndexOf(":");
+  if (i < 0) return undefined;
+  const ip = a.slice(0, i).replace(/^\[|\]$/g, "");
+  const port = Number(a.slice(i + 1));
+  return Number.isInteger(port) ? { ip, port } : undefined;
+}
+
+/**
+ * Reports the connection's requests to live taps, with Linkerd's inbound labels: the client's
+ * `tls`/`client_id` (or why there is no TLS), `tls=loopback` toward the application.
+ */
+function tapInbound(taps: Taps, inner: HttpService, c: InboundHttpConn): HttpService {
+  let ctx: TapContext | undefined;
+  return (req, signal) => {
+    if (taps.active === 0) return inner(req, signal);
+    ctx ??= {
+      direction: "inbound",
+      source: splitAddr(c.clientAddr) ?? { ip: c.conn.clientIp, port: 0 },
+      destination: splitAddr(c.targetAddr),
+      destinationLabels: undefined,
+      routeLabels: undefined,
+      sourceLabels: c.conn.tls
+        ? { tls: "true", client_id: c.conn.tls.clientId ?? "" }
+        : { tls: "no_tls_from_remote" },
+      destinationMeta: { tls: "loopback" },
+    };
+    return taps.exchange(req, ctx, () => inner(req, signal));
+  };
 }
