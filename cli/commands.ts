@@ -4,7 +4,9 @@
  */
 import type { Command } from "./context.ts";
 import { lifecycleCommands } from "./lifecycle.ts";
+import { statCommand } from "./stat.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
+  statCommand,
 ];
