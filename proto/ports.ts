@@ -26,6 +26,10 @@ export const Ports = {
   validatorAdmin: 9997,
   /** The proxy injector's admin server. */
   injectorAdmin: 9995,
+  /** The tap component's HTTP API (the CLI reaches it through the API server's service proxy). */
+  tap: 8089,
+  /** The tap component's admin server. */
+  tapAdmin: 9998,
 } as const;
 
 /** Default UID the proxy runs as; init exempts its traffic from the outbound redirect. */

@@ -1,0 +1,164 @@
+/**
+ * One tap: Observe streams from every target pod merged into one sequence of lines. The streams never
+ * wait for the reader: lines go through a bounded queue, and when it is full a new request is not
+ * admitted (and its later events are not sent) while events of requests already shown are dropped and
+ * counted. Requests are admitted at most `maxRps` per second (a token bucket) and `limit` in all; the
+ * tap ends when the limit's last request has ended (or a grace period after the limit was reached),
+ * when every pod's stream has ended, or when `signal` aborts (the reader left).
+ */
+import type { ObserveRequest, TapEvent } from "../../proto/tap_api.ts";
+import { type TapEventJson, tapEventJson, type TapLine } from "./event_json.ts";
+import { observeRequest, type TapRequest } from "./request.ts";
+import type { TapTarget } from "./targets.ts";
+
+/** Opens the tap API stream of one pod; iteration ends with the stream, or throws why it failed. */
+export type Observe = (
+  target: TapTarget,
+  req: ObserveRequest,
+  signal: AbortSignal,
+) => AsyncIterable<TapEvent>;
+
+export interface SessionOptions {
+  request: TapRequest;
+  targets: readonly TapTarget[];
+  observe: Observe;
+  /** Aborted when the reader goes away. */
+  signal: AbortSignal;
+  queueCapacity?: number;
+  /** How long after the limit was reached requests still open may end before the tap stops anyway. */
+  endGraceMs?: number;
+  now?: () => number;
+}
+
+const UNLIMITED = 0xffff_ffff;
+
+class LineQueue {
+  #items: TapLine[] = [];
+  #wake: (() => void) | undefined;
+  constructor(readonly capacity: number) {}
+
+  get full(): boolean {
+    return this.#items.length >= this.capacity;
+  }
+
+  /** Adds a line; false when the queue is full (the line is not kept). `force` is for the few control lines. */
+  push(line: TapLine, force = false): boolean {
+    if (this.full && !force) return false;
+    this.#items.push(line);
+    this.wake();
+    return true;
+  }
+
+  wake(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  take(): TapLine | undefined {
+    return this.#items.shift();
+  }
+
+  wait(): Promise<void> {
+    return new Promise((r) => this.#wake = r);
+  }
+}
+
+export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
+  const req = o.request;
+  const now = o.now ?? (() => performance.now());
+  const queue = new LineQueue(o.queueCapacity ?? 1000);
+  const streams = new AbortController();
+  const onAbort = () => {
+    streams.abort();
+    queue.wake();
+  };
+  o.signal.addEventListener("abort", onAbort, { once: true });
+
+  let tokens = req.maxRps;
+  let refilled = now();
+  let started = 0;
+  let dropped = 0;
+  const open = new Set<string>();
+  let ended: { reason: "limit" | "pods-ended"; message?: string } | undefined;
+  let grace: ReturnType<typeof setTimeout> | undefined;
+
+  const finish = (reason: "limit" | "pods-ended") => {
+    if (ended) return;
+    ended = { reason };
+    streams.abort();
+    queue.wake();
+  };
+  const limitReached = () => req.limit !== undefined && started >= req.limit;
+
+  const admit = (e: TapEventJson): void => {
+    if (ended) return;
+    const key = `${e.pod}|${e.http.id}`;
+    if (e.http.kind === "request") {
+      if (limitReached()) return;
+      const t = now();
+      tokens = Math.min(req.maxRps, tokens + ((t - refilled) / 1000) * req.maxRps);
+      refilled = t;
+      if (tokens < 1) return;
+      if (!queue.push({ event: e })) {
+        dropped++;
+        return;
+      }
+      tokens -= 1;
+      started++;
+      open.add(key);
+      if (limitReached()) {
+        const g = setTimeout(() => finish("limit"), o.endGraceMs ?? 5000);
+        Deno.unrefTimer(g);
+        grace = g;
+      }
+      return;
+    }
+    if (!open.has(key)) return;
+    if (!queue.push({ event: e })) dropped++;
+    if (e.http.kind === "end") {
+      open.delete(key);
+      if (limitReached() && open.size === 0) finish("limit");
+    }
+  };
+
+  const perPod = observeRequest(req, req.limit ?? UNLIMITED);
+  let running = o.targets.length;
+  const pump = async (t: TapTarget) => {
+    const pod = `${t.namespace}/${t.name}`;
+    try {
+      for await (const ev of o.observe(t, perPod, streams.signal)) {
+        const j = tapEventJson(pod, ev);
+        if (j) admit(j);
+        if (ended || streams.signal.aborted) break;
+      }
+    } catch (e) {
+      if (!streams.signal.aborted) queue.push({ error: { pod, message: (e as Error).message } }, true);
+    } finally {
+      running--;
+      if (running === 0) finish("pods-ended");
+    }
+  };
+  const pumps = o.targets.map(pump);
+  if (o.targets.length === 0) finish("pods-ended");
+
+  try {
+    for (;;) {
+      const line = queue.take();
+      if (line) {
+        yield line;
+        continue;
+      }
+      if (ended || o.signal.aborted) break;
+      await queue.wait();
+    }
+    if (!o.signal.aborted && ended) {
+      yield { end: { reason: ended.reason, requests: started, dropped } };
+    }
+  } finally {
+    clearTimeout(grace);
+    o.signal.removeEventListener("abort", onAbort);
+    streams.abort();
+    await Promise.allSettled(pumps);
+  }
+}
