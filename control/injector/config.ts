@@ -66,6 +66,8 @@ export function controlPlaneNames(
     destinationName: id("weft-destination"),
     policyName: id("weft-destination"),
     identityName: id("weft-identity"),
+    /** The tap component (ServiceAccount weft-tap): the only client proxies let observe. */
+    tapName: id("weft-tap"),
   };
 }
 

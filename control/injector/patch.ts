@@ -168,6 +168,8 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.outboundListenAddrs, value: listen.outbound },
     { name: ProxyEnv.adminListenAddr, value: listen.admin },
     { name: ProxyEnv.controlListenAddr, value: listen.control },
+    // Tap is served to this identity only (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME).
+    { name: ProxyEnv.tapSvcName, value: names.tapName },
     { name: ProxyEnv.inboundAcceptKeepalive, value: "10000ms" },
     { name: ProxyEnv.outboundConnectKeepalive, value: "10000ms" },
     ...(ov.inboundConnectTimeout

@@ -51,6 +51,11 @@ Deno.test("native-sidecar patch for a Deployment pod matches its golden file and
     "$(_pod_sa).$(_pod_ns).serviceaccount.identity.weft.cluster.local",
   );
   assert.equal(env(proxy, "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS"), ANCHORS);
+  // Tap is served to the tap component's identity only.
+  assert.equal(
+    env(proxy, "LINKERD2_PROXY_TAP_SVC_NAME"),
+    "weft-tap.weft.serviceaccount.identity.weft.cluster.local",
+  );
   assert.equal(env(proxy, "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED"), undefined, "/shutdown is opt-in");
   assert.equal(out.metadata!.labels!["linkerd.io/proxy-deployment"], "web");
   assert.equal(out.metadata!.annotations!["config.linkerd.io/opaque-ports"], "6379");
