@@ -3,7 +3,9 @@
 // only when its content hash changes, so a warm `cluster:up` skips this work.
 //
 // Images: localhost/weft:dev (Deno + project code + npm cache + iptables), localhost/pause:weft (the sandbox
-// image containerd starts for every pod), localhost/coredns:weft (cluster DNS).
+// image containerd starts for every pod), localhost/coredns:weft (cluster DNS), localhost/prometheus:weft (the
+// embedded metrics store: the binary of Debian's `prometheus` package, fetched with `apt-get download` at build
+// time and kept in the cache, so neither the build after the first nor any pod touches the network).
 //
 // The weft image runs as any UID (root for init, 2102 for the proxy, 2103 for the control plane, whatever an app
 // picks) with a read-only root filesystem: everything is owned by root and world-readable, and Deno's caches
@@ -11,7 +13,7 @@
 // Its commands (`weft-proxy`, `weft-init`, `weft-await`, `weft-control <component>`) are symlinks to one small
 // static launcher (images/launcher) that execs Deno with the right entry point; the image has no shell.
 //
-// CLI: `deno run -A images/build.ts [--cache DIR] [--only weft,pause,coredns]` builds and prints the archive paths.
+// CLI: `deno run -A images/build.ts [--cache DIR] [--only weft,pause,coredns,prometheus]` builds and prints the archive paths.
 
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +21,9 @@ import { fileURLToPath } from "node:url";
 export const WEFT_IMAGE = "localhost/weft:dev";
 export const PAUSE_IMAGE = "localhost/pause:weft";
 export const COREDNS_IMAGE = "localhost/coredns:weft";
+export const PROMETHEUS_IMAGE = "localhost/prometheus:weft";
+/** The Debian package the Prometheus image is made from. */
+export const PROMETHEUS_PACKAGE = "prometheus";
 
 /** Where the project code lives inside the weft image; also its working directory. */
 export const APP_DIR = "/app";
@@ -38,7 +43,9 @@ const ENTRY_POINTS = [
   "control/identity/main.ts",
   "control/injector/main.ts",
   "control/validator/main.ts",
+  "control/tap/main.ts",
   "control/injector/await.ts",
+  "control/scrape_targets/main.ts",
   "proxy/main.ts",
   "init/main.ts",
 ];
@@ -67,8 +74,8 @@ export interface BuiltImage {
   rebuilt: boolean;
 }
 
-export type ImageKey = "pause" | "coredns" | "weft";
-const IMAGE_KEYS: readonly ImageKey[] = ["pause", "coredns", "weft"];
+export type ImageKey = "pause" | "coredns" | "weft" | "prometheus";
+export const IMAGE_KEYS: readonly ImageKey[] = ["pause", "coredns", "weft", "prometheus"];
 
 export interface BuildOptions {
   cacheDir: string;
@@ -284,6 +291,78 @@ async function buildCoreDns(opts: BuildOptions): Promise<BuiltImage> {
   });
 }
 
+/**
+ * The `prometheus` .deb in the cache: the one already there, else `apt-get download` of the candidate version
+ * (apt's own sources; this machine's apt configuration decides the mirror).
+ */
+async function prometheusDeb(opts: BuildOptions): Promise<string> {
+  const dir = join(opts.cacheDir, "debs");
+  await Deno.mkdir(dir, { recursive: true });
+  const find = async () => {
+    const found: string[] = [];
+    for await (const e of Deno.readDir(dir)) {
+      if (e.name.startsWith(`${PROMETHEUS_PACKAGE}_`) && e.name.endsWith(".deb")) found.push(e.name);
+    }
+    return found.sort().at(-1);
+  };
+  let deb = await find();
+  if (!deb) {
+    opts.log(`image ${PROMETHEUS_IMAGE}: apt-get download ${PROMETHEUS_PACKAGE}`);
+    try {
+      await run("apt-get", ["download", PROMETHEUS_PACKAGE], { cwd: dir });
+    } catch (e) {
+      throw new Error(
+        `the Prometheus image needs Debian's ${PROMETHEUS_PACKAGE} package: ${(e as Error).message} ` +
+          `(run apt-get update, or put ${PROMETHEUS_PACKAGE}_*.deb into ${dir}; or deploy --prometheus=none)`,
+      );
+    }
+    deb = await find();
+    if (!deb) throw new Error(`apt-get download ${PROMETHEUS_PACKAGE} left no .deb in ${dir}`);
+  }
+  return join(dir, deb);
+}
+
+/** Users of the Prometheus image: it runs as nobody, as Linkerd's viz Prometheus does. */
+const PROMETHEUS_USERS = USERS.filter((u) => u.uid === 0 || u.uid === 65534);
+
+async function buildPrometheus(opts: BuildOptions): Promise<BuiltImage> {
+  const deb = await prometheusDeb(opts);
+  const versions = await run("dpkg-query", ["-W", "libc6"]);
+  const hash = await sha256Bytes(
+    new TextEncoder().encode(
+      [await sha256File(deb), versions, await sha256File(join(HERE, "build.ts"))].join("\n"),
+    ),
+  );
+  const cfg: OciConfig = {
+    entrypoint: ["/usr/bin/prometheus"],
+    cmd: ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/data"],
+    workingDir: "/data",
+  };
+  return await buildImage(opts, "prometheus", PROMETHEUS_IMAGE, hash, cfg, async (rootfs) => {
+    // Only the server binary: the package's web assets, promtool and service files are not needed to serve
+    // the HTTP API the CLI queries.
+    const extract = join(rootfs, "..", "deb");
+    await Deno.mkdir(extract, { recursive: true });
+    await run("dpkg-deb", ["-x", deb, extract]);
+    const bin = join(extract, "usr/bin/prometheus");
+    await copyHost(rootfs, bin, "/usr/bin/prometheus");
+    for (const l of await libsOf(bin)) await copyHost(rootfs, l);
+    await Deno.remove(extract, { recursive: true });
+    await Deno.mkdir(join(rootfs, "etc/prometheus"), { recursive: true });
+    await Deno.writeTextFile(
+      join(rootfs, "etc/passwd"),
+      PROMETHEUS_USERS.map((u) => `${u.name}:x:${u.uid}:${u.uid}:${u.name}:${u.home}:/bin/false\n`).join(""),
+    );
+    await Deno.writeTextFile(
+      join(rootfs, "etc/group"),
+      PROMETHEUS_USERS.map((u) => `${u.name}:x:${u.uid}:\n`).join(""),
+    );
+    await Deno.writeTextFile(join(rootfs, "etc/nsswitch.conf"), "hosts: files dns\n");
+    for (const d of ["tmp", "data"]) await Deno.mkdir(join(rootfs, d), { recursive: true });
+    await Deno.chmod(join(rootfs, "tmp"), 0o1777);
+  });
+}
+
 const IPTABLES_TOOLS = ["iptables", "ip6tables"].flatMap((t) =>
   ["", "-save", "-restore"].flatMap((what) => [`${t}${what}`, `${t}-nft${what}`])
 );
@@ -445,6 +524,7 @@ export async function buildImages(opts: BuildOptions): Promise<BuiltImage[]> {
     pause: buildPause,
     coredns: buildCoreDns,
     weft: buildWeft,
+    prometheus: buildPrometheus,
   };
   const lock = await Deno.open(join(opts.cacheDir, ".build.lock"), { create: true, write: true });
   try {

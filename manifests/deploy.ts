@@ -11,6 +11,8 @@
  *   6. objects   RBAC, Services, PDBs, Deployments (control-plane proxies rendered by the injector's code)
  *   7. ready     every control-plane Deployment rolled out and available
  *   8. webhooks  the admission webhook configurations, with caBundle, last
+ *   9. metrics   the embedded Prometheus rolled out and ready (or removed, with --prometheus=none or
+ *                --prometheus-url), and ConfigMap weft-metrics saying which store the CLI queries
  */
 import { decideCrdInstall, type LiveCrd } from "../control/policy/gateway_crds.ts";
 import { supportsNativeSidecars } from "../control/injector/native_sidecar.ts";
@@ -46,6 +48,9 @@ import {
   webhookObjects,
 } from "./render.ts";
 import { chooseTarget, kindAvailable, loadImage, type TargetFlags } from "./target.ts";
+import { PROMETHEUS_IMAGE } from "../images/build.ts";
+import { renderStore } from "./metrics/render_store.ts";
+import { type MetricsStore, PROMETHEUS_DEPLOYMENT } from "./metrics/store.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 export const CONTROL_PLANE_DIR = `${HERE}control-plane`;
@@ -63,6 +68,8 @@ export interface DeployOptions {
   certsDir: string;
   timeoutMs: number;
   progress: Progress;
+  /** The metrics store (default: the embedded Prometheus). */
+  metrics?: MetricsStore;
 }
 
 export interface DeploySummary {
@@ -411,7 +418,13 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
     },
     kindAvailable,
   });
-  const image = await loadImage(target, o.image, (s) => progress.status(s));
+  const metrics = o.metrics ?? { mode: "embedded" };
+  const image = await loadImage(
+    target,
+    o.image,
+    (s) => progress.status(s),
+    metrics.mode === "embedded" ? ["prometheus"] : [],
+  );
   progress.done("image", `${image.name} ${image.digest?.slice(7, 19) ?? ""} ${image.detail}`);
 
   const docs = await loadDir(CONTROL_PLANE_DIR);
@@ -456,6 +469,36 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
 
   const webhookCounts = await applier.apply(rendered.filter(isWebhook));
   progress.done("webhooks", counts(webhookCounts));
+
+  const prom = image.others.prometheus;
+  const store = await renderStore(metrics, {
+    image: image.name,
+    imagePullPolicy: o.imagePullPolicy,
+    imageDigest: image.digest,
+    trustAnchorsPem: id.material.anchorsPem,
+    nativeSidecars,
+    webhookCaPem: wh.caPem,
+    // Not loaded (--no-image-load): the nodes must find the image under its own name.
+    prometheusImage: prom?.name ?? PROMETHEUS_IMAGE,
+    prometheusImageDigest: prom?.digest,
+  });
+  const storeCounts = await applier.apply(store.apply);
+  let removed = 0;
+  for (const m of store.remove) if (await kube.delete(objectPath(m))) removed++;
+  if (metrics.mode === "embedded") {
+    await waitReady(kube, [PROMETHEUS_DEPLOYMENT], deadline, progress);
+    progress.done(
+      "metrics store",
+      `embedded Prometheus ${PROMETHEUS_DEPLOYMENT} ready (${counts(storeCounts)})`,
+    );
+  } else {
+    progress.done(
+      "metrics store",
+      `${metrics.mode === "none" ? "none" : `external ${metrics.url}`}${
+        removed ? `; embedded Prometheus removed (${removed} objects)` : ""
+      }`,
+    );
+  }
 
   const seconds = (Date.now() - t0) / 1000;
   progress.note(

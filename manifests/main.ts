@@ -31,6 +31,7 @@ import {
 } from "./render.ts";
 import type { TargetFlags } from "./target.ts";
 import { undeploy } from "./undeploy.ts";
+import { type MetricsStore, parseMetricsStore } from "./metrics/store.ts";
 
 export const USAGE =
   `usage: deno task deploy | undeploy | mesh:check [flags]   (manifests/main.ts deploy|undeploy|check|render)
@@ -45,6 +46,8 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
                                  install this trust anchor bundle and issuer (default: keep what the
                                  cluster has, else create them; a created anchor is saved in --certs-dir)
   --certs-dir=DIR                default: ~/.local/state/weft/<api-server>
+  --prometheus=embedded|none     the metrics store: a Prometheus in namespace weft (default), or none
+  --prometheus-url=URL           use this Prometheus instead (recorded in ConfigMap weft/weft-metrics)
   --timeout=5m
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
@@ -73,6 +76,7 @@ export interface ParsedArgs {
   issuerThresholdMs: number;
   keepCrds: boolean;
   nativeSidecars: boolean;
+  metrics: MetricsStore;
 }
 
 const FLAGS: Record<ParsedArgs["command"], string[]> = {
@@ -88,6 +92,8 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "issuer-key",
     "certs-dir",
     "timeout",
+    "prometheus",
+    "prometheus-url",
   ],
   undeploy: ["kubeconfig", "keep-crds", "timeout"],
   check: ["kubeconfig", "threshold", "anchor-threshold", "issuer-threshold"],
@@ -158,7 +164,16 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     issuerThresholdMs: duration("issuer-threshold", "168h"),
     keepCrds: bool("keep-crds"),
     nativeSidecars: str("native-sidecar") !== "false",
+    metrics: metricsFlags(str("prometheus"), str("prometheus-url")),
   };
+}
+
+function metricsFlags(prometheus: string | undefined, url: string | undefined): MetricsStore {
+  try {
+    return parseMetricsStore(prometheus, url);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
 
 /** ~/.local/state/weft/<host>_<port>: per API server, so two clusters never share an anchor key. */
@@ -265,6 +280,7 @@ export async function main(args: string[]): Promise<number> {
       certsDir: a.certsDir ?? defaultCertsDir(kube.server, Deno.env.toObject()),
       timeoutMs: a.timeoutMs,
       progress,
+      metrics: a.metrics,
     });
     return 0;
   } catch (e) {

@@ -3,7 +3,7 @@
  * into a kind cluster, or not at all (an image the nodes pull from a registry). The choice is pure
  * (`chooseTarget`, from flags and facts about the machine); `loadImage` does it.
  */
-import { buildImages, type BuiltImage, importImages, WEFT_IMAGE } from "../images/build.ts";
+import { buildImages, type BuiltImage, type ImageKey, importImages, WEFT_IMAGE } from "../images/build.ts";
 import { API_URL as LOCAL_API_URL, CONTAINERD_SOCKET, IMAGE_CACHE } from "../tests/cluster/config.ts";
 
 export type ImageTarget =
@@ -83,16 +83,22 @@ export interface LoadedImage {
   digest?: string;
   /** What was done, for the progress display. */
   detail: string;
+  /** The other images built and loaded with it (`also`), by key. */
+  others: Partial<Record<ImageKey, { name: string; digest: string }>>;
 }
 
-/** Builds the weft image (only when its inputs changed) and puts it where the nodes find it. */
+/**
+ * Builds the weft image and the `also` images (each only when its inputs changed) and puts them where the
+ * nodes find them.
+ */
 export async function loadImage(
   target: ImageTarget,
   image: string,
   log: (s: string) => void,
+  also: ImageKey[] = [],
 ): Promise<LoadedImage> {
   if (target.kind === "none") {
-    return { name: image, detail: `not loaded (${target.why}); nodes pull ${image}` };
+    return { name: image, detail: `not loaded (${target.why}); nodes pull ${image}`, others: {} };
   }
   if (image !== WEFT_IMAGE) {
     throw new TargetError(
@@ -100,16 +106,21 @@ export async function loadImage(
     );
   }
   await Deno.mkdir(IMAGE_CACHE, { recursive: true });
-  const [img]: BuiltImage[] = await buildImages({
+  const keys: ImageKey[] = ["weft", ...also.filter((k) => k !== "weft")];
+  const images: BuiltImage[] = await buildImages({
     cacheDir: IMAGE_CACHE,
     corednsBinary: "",
-    only: ["weft"],
+    only: keys,
     log,
   });
+  const img = images[0];
+  const others = Object.fromEntries(
+    images.slice(1).map((b, i) => [keys[i + 1], { name: b.name, digest: b.digest }]),
+  ) as LoadedImage["others"];
   const built = img.rebuilt ? "built" : "up to date";
   if (target.kind === "containerd") {
     let imported = false;
-    await importImages([img], target.socket, (s) => {
+    await importImages(images, target.socket, (s) => {
       imported = true;
       log(s);
     });
@@ -117,17 +128,21 @@ export async function loadImage(
       name: img.name,
       digest: img.digest,
       detail: `${built}, ${imported ? "imported into" : "already in"} containerd (${target.why})`,
+      others,
     };
   }
-  const out = await new Deno.Command("kind", {
-    args: ["load", "image-archive", img.archive, "--name", target.cluster],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new TargetError(`kind load image-archive: ${new TextDecoder().decode(out.stderr).trim()}`);
+  for (const b of images) {
+    const out = await new Deno.Command("kind", {
+      args: ["load", "image-archive", b.archive, "--name", target.cluster],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!out.success) {
+      throw new TargetError(`kind load image-archive: ${new TextDecoder().decode(out.stderr).trim()}`);
+    }
   }
   return {
+    others,
     name: img.name,
     digest: img.digest,
     detail: `${built}, loaded into kind cluster ${target.cluster}`,

@@ -5,6 +5,7 @@
  * app.kubernetes.io/managed-by=weft; a Gateway API CRD another project installed is left alone).
  * Deleting a CRD deletes every object of that kind in the cluster: `--keep-crds` keeps them.
  */
+import { METRICS_DIR } from "./metrics/render_store.ts";
 import { describe, type Manifest, objectPath } from "./kinds.ts";
 import type { Kube } from "./kube.ts";
 import type { Progress } from "./progress.ts";
@@ -65,7 +66,10 @@ export async function undeploy(o: UndeployOptions): Promise<{ deleted: string[];
   await waitGone(kube, ns.map(objectPath), deadline, progress, `namespace ${NAMESPACE}`);
   progress.done("namespace", `${summary(nsResult)} (with the control plane and its certificates)`);
 
-  const clusterScoped = docs.filter((d) => d.kind === "ClusterRole" || d.kind === "ClusterRoleBinding");
+  // The embedded metrics store's cluster RBAC too (its namespaced objects went with the namespace).
+  const clusterScoped = [...docs, ...await loadDir(METRICS_DIR)].filter((d) =>
+    d.kind === "ClusterRole" || d.kind === "ClusterRoleBinding"
+  );
   const rbac = await deleteAll(kube, clusterScoped);
   all.push(...rbac.deleted);
   progress.done("cluster RBAC", summary(rbac));
