@@ -2,7 +2,15 @@
  * Entry point of every control-plane container: `deno run -A control/main.ts <component>`.
  * Each component's own `main.ts` reads its environment, builds a resolved config and runs.
  */
-const COMPONENTS = ["destination", "policy", "identity", "injector", "validator", "scrape_targets", "tap"] as const;
+const COMPONENTS = [
+  "destination",
+  "policy",
+  "identity",
+  "injector",
+  "validator",
+  "scrape_targets",
+  "tap",
+] as const;
 
 const component = Deno.args[0];
 if (!component || !(COMPONENTS as readonly string[]).includes(component)) {
