@@ -27,7 +27,7 @@ export interface InjectResult {
 }
 
 /** Where the pod template sits in each supported kind. */
-const TEMPLATE_PATHS: Record<string, string[]> = {
+export const TEMPLATE_PATHS: Readonly<Record<string, readonly string[]>> = {
   Pod: [],
   Deployment: ["spec", "template"],
   StatefulSet: ["spec", "template"],
@@ -40,7 +40,7 @@ const TEMPLATE_PATHS: Record<string, string[]> = {
 
 type Json = Record<string, unknown>;
 
-function getPath(obj: unknown, path: (string | number)[]): unknown {
+function getPath(obj: unknown, path: readonly (string | number)[]): unknown {
   let cur = obj;
   for (const p of path) {
     if (typeof cur !== "object" || cur === null) return undefined;
