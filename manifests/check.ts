@@ -16,6 +16,8 @@
  *                  Terminating past their grace period (with the latest Warning event as the reason)
  *   rotation       anchors and issuer against their thresholds; per meshed pod, the anchors its proxy
  *                  trusts and the issuer of its leaf, a warning when behind the trust-roots ConfigMap
+ *   metrics store  (when deploy recorded one) the embedded Prometheus rolled out, every target it scrapes
+ *                  up; or the external store's URL, or none
  */
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
 import type { Kube } from "./kube.ts";
@@ -32,6 +34,7 @@ import {
 import type { Obj } from "./check/objects.ts";
 import { type CheckContext, type CheckResult, guarded } from "./check/result.ts";
 import { checkRotation } from "./check/rotation.ts";
+import { checkMetricsStore } from "./check/metrics_store.ts";
 import { checkInjector, checkPolicyValidator, checkServiceProfileValidator } from "./check/webhooks.ts";
 
 export interface CheckOptions {
@@ -100,6 +103,12 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
     ) add(r);
   } catch (e) {
     add({ group: "rotation", name: "state", outcome: "fail", detail: (e as Error).message });
+  }
+  try {
+    const m = await checkMetricsStore(ctx);
+    if (m) add(m);
+  } catch (e) {
+    add({ group: "metrics store", name: "store", outcome: "fail", detail: (e as Error).message });
   }
   return results;
 }
