@@ -10,6 +10,7 @@ import { parseIdentityConfig } from "../control/identity/config.ts";
 import { parseInjectorArgs } from "../control/injector/flags.ts";
 import { parseArgs as parsePolicyArgs } from "../control/policy/main.ts";
 import { parseArgs as parseValidatorArgs } from "../control/validator/main.ts";
+import { parseArgs as parseTapArgs } from "../control/tap/main.ts";
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
 import { loadDir, NAMESPACE, TRUST_DOMAIN } from "./render.ts";
 
@@ -35,6 +36,7 @@ const PARSERS: Record<string, (args: string[]) => [string?, string?]> = {
     parseValidatorArgs(a, {});
     return [];
   },
+  tap: (a) => [parseTapArgs(a, {}).controlPlaneNamespace],
 };
 
 Deno.test("every controller's command in the manifests parses with its component's flags", async () => {

@@ -54,6 +54,7 @@ Deno.test("every control-plane Deployment gets an init container and a proxy fro
     "weft-destination",
     "weft-identity",
     "weft-proxy-injector",
+    "weft-tap",
   ]);
   for (const d of ds) {
     const spec = d.spec.template.spec;
@@ -178,6 +179,7 @@ Deno.test("each controller's probes and admin port are the admin port its code l
     ["weft-destination", "policy", Ports.policyAdmin],
     ["weft-destination", "validator", Ports.validatorAdmin],
     ["weft-proxy-injector", "proxy-injector", Ports.injectorAdmin],
+    ["weft-tap", "tap", Ports.tapAdmin],
   ];
   for (const [deployment, name, port] of admin) {
     const c = containersOf(named("Deployment", deployment)).find((c) => c.name === name)!;
@@ -359,6 +361,8 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
   );
   assert.deepEqual(role("ClusterRole", "weft-validator"), listWatch("policy.linkerd.io/servers").sort());
   assert.deepEqual(role("ClusterRole", "weft-identity"), ["authentication.k8s.io/tokenreviews create"]);
+  // tap: target pods from a pod cache only (a Deployment's pods by their ReplicaSet owner's name).
+  assert.deepEqual(role("ClusterRole", "weft-tap"), listWatch("/pods").sort());
   assert.deepEqual(
     role("Role", "weft-identity"),
     [
@@ -393,7 +397,7 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
 
 Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workload writes", () => {
   const roles = [...of("ClusterRole"), ...of("Role")];
-  assert.equal(roles.length, 6);
+  assert.equal(roles.length, 7);
   for (const r of roles) {
     for (const g of grants(r.rules)) {
       assert.ok(!g.includes("*"), `${r.metadata.name}: ${g}`);
