@@ -156,8 +156,13 @@ export function foldEdges(kind: Kind, results: Record<EdgeQuery, PromSample[]>, 
       const m = s.metric;
       const dst = { namespace: m.namespace ?? "", name: m[l] ?? "" };
       // An unidentified client cannot be put on a workload: it shows as one "unmeshed" source.
-      const srcs = m.client_id ? dir.byIdentity(m.client_id) : [{ namespace: "", name: "" }];
-      for (const src of srcs.length > 0 ? srcs : [{ namespace: "", name: "" }]) {
+      let srcs = m.client_id ? dir.byIdentity(m.client_id) : [{ namespace: "", name: "" }];
+      if (srcs.length === 0) {
+        // A proven identity whose pods are gone (or not of this kind): named by its service account.
+        const who = parseIdentity(m.client_id);
+        srcs = [{ namespace: who?.namespace ?? "", name: who ? `sa/${who.serviceAccount}` : m.client_id }];
+      }
+      for (const src of srcs) {
         const e = edge(src, dst);
         note(e, "server", m);
         if (m.client_id) e.client_id = m.client_id;

@@ -111,3 +111,30 @@ Deno.test("edges: HTTP by dst labels, TCP by Service IP and identity, clients by
   assert.match(table, /^\(unmeshed\)\s+web\s+-\s+demo\s+× the client sent no identity\s+-\s+-$/m);
   assert.match(table, /^web\s+api\s+demo\s+demo\s+√\s+web\.demo\.serviceaccount/m);
 });
+
+Deno.test("edges: a client identity whose pods are gone is named by its service account, not merged with the unmeshed", () => {
+  const edges = foldEdges(D, {
+    outHttp: [],
+    outTcpOpen: [],
+    outTcpNew: [],
+    inHttp: [{
+      metric: { namespace: "demo", deployment: "web", tls: "true", client_id: id("old-job", "batch") },
+      value: 3,
+    }],
+    inTcpOpen: [{
+      metric: {
+        namespace: "demo",
+        deployment: "web",
+        tls: "no_identity",
+        no_tls_reason: "no_tls_from_remote",
+      },
+      value: 1,
+    }],
+    inTcpNew: [],
+  }, directory(D, pods, svcs));
+  assert.deepEqual(edges.map((e) => [e.src.namespace, e.src.name, e.secured]), [["", "", false], [
+    "batch",
+    "sa/old-job",
+    true,
+  ]]);
+});

@@ -21,7 +21,8 @@ export const KINDS: readonly Kind[] = [
   k("statefulset", "sts", ["statefulsets"], "apis/apps/v1", "statefulsets"),
   k("daemonset", "ds", ["daemonsets"], "apis/apps/v1", "daemonsets"),
   k("replicaset", "rs", ["replicasets"], "apis/apps/v1", "replicasets"),
-  k("job", "job", ["jobs"], "apis/batch/v1", "jobs"),
+  // Linkerd labels a Job's series `k8s_job` (`job` is Prometheus' own target label).
+  { ...k("k8s_job", "job", ["jobs"], "apis/batch/v1", "jobs") },
   k("pod", "po", ["pods"], "api/v1", "pods"),
   k("service", "svc", ["services"], "api/v1", "services"),
   { ...k("namespace", "ns", ["namespaces"], "api/v1", "namespaces"), namespaced: false },

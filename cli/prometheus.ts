@@ -5,6 +5,7 @@
  * ConfigMap `weft-metrics` (key `prometheusUrl`) by deploy, else the embedded one.
  */
 import type { Kube } from "../manifests/kube.ts";
+import { readMetricsConfigMap } from "../manifests/metrics/store.ts";
 
 export const CONTROL_PLANE_NS = "weft";
 export const PROMETHEUS_SERVICE = "weft-prometheus";
@@ -116,23 +117,33 @@ export class KubePrometheus implements Prometheus {
   }
 }
 
-/** Picks the Prometheus to ask, checking that it exists before any query. */
+/**
+ * Picks the Prometheus to ask, checking that it exists before any query: `--prometheus-url`, else what
+ * deploy recorded in ConfigMap weft-metrics (embedded → through the API service proxy; external → its
+ * URL; none → an error saying so), else the embedded Service if it is there.
+ */
 export async function connectPrometheus(kube: Kube, flagUrl: string | undefined): Promise<Prometheus> {
   if (flagUrl) return new UrlPrometheus(checkUrl(flagUrl, "--prometheus-url"));
   const cm = await kube.get<{ data?: Record<string, string> }>(
     `/api/v1/namespaces/${CONTROL_PLANE_NS}/configmaps/${METRICS_CONFIGMAP}`,
   );
-  const recorded = cm?.data?.prometheusUrl?.trim();
-  if (recorded) {
+  const store = readMetricsConfigMap(cm?.data);
+  if (store?.mode === "external") {
     return new UrlPrometheus(
-      checkUrl(recorded, `ConfigMap ${CONTROL_PLANE_NS}/${METRICS_CONFIGMAP} prometheusUrl`),
+      checkUrl(store.url, `ConfigMap ${CONTROL_PLANE_NS}/${METRICS_CONFIGMAP} prometheusUrl`),
+    );
+  }
+  if (store?.mode === "none") {
+    throw new PrometheusError(
+      `no metrics store: the mesh was deployed with --prometheus=none (ConfigMap ${CONTROL_PLANE_NS}/` +
+        `${METRICS_CONFIGMAP}); pass --prometheus-url or redeploy with the embedded one`,
     );
   }
   const svc = await kube.get(`/api/v1/namespaces/${CONTROL_PLANE_NS}/services/${PROMETHEUS_SERVICE}`);
   if (!svc) {
     throw new PrometheusError(
       `no metrics store: Service ${CONTROL_PLANE_NS}/${PROMETHEUS_SERVICE} does not exist and no ` +
-        `prometheusUrl is recorded in ConfigMap ${CONTROL_PLANE_NS}/${METRICS_CONFIGMAP}; deploy the mesh with ` +
+        `external URL is recorded in ConfigMap ${CONTROL_PLANE_NS}/${METRICS_CONFIGMAP}; deploy the mesh with ` +
         `its Prometheus (deno task deploy) or pass --prometheus-url`,
     );
   }
