@@ -6,9 +6,11 @@ import type { Command } from "./context.ts";
 import { lifecycleCommands } from "./lifecycle.ts";
 import { edgesCommand } from "./edges.ts";
 import { statCommand } from "./stat.ts";
+import { tapCommand } from "./tap.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
   statCommand,
   edgesCommand,
+  tapCommand,
 ];
