@@ -5,12 +5,14 @@
 import type { Command } from "./context.ts";
 import { lifecycleCommands } from "./lifecycle.ts";
 import { edgesCommand } from "./edges.ts";
+import { routesCommand } from "./routes.ts";
 import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
   statCommand,
+  routesCommand,
   edgesCommand,
   tapCommand,
 ];
