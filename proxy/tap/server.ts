@@ -271,7 +271,17 @@ class EventStream implements Body {
       this.#trailers = new HeaderList(["grpc-status", "0"]);
       return null;
     }
-    return frameMessage(TapEvent.encode(ev).finish());
+    // Events already waiting go out in the same chunk: one HTTP/2 write instead of one each.
+    const more = this.#session.takeQueued(63);
+    if (more.length === 0) return frameMessage(TapEvent.encode(ev).finish());
+    const frames = [ev, ...more].map((e) => frameMessage(TapEvent.encode(e).finish()));
+    const out = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+    let at = 0;
+    for (const f of frames) {
+      out.set(f, at);
+      at += f.length;
+    }
+    return out;
   }
 
   cancel(): void {

@@ -108,6 +108,11 @@ export class TapSession {
     }
   }
 
+  /** Up to `max` more events already queued, without waiting (to batch them into one write). */
+  takeQueued(max: number): TapEvent[] {
+    return this.#queue.splice(0, max);
+  }
+
   /** The client went away or the server is stopping: later pushes are refused. */
   close(): void {
     this.#closed = true;
