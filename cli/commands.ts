@@ -8,10 +8,12 @@ import { edgesCommand } from "./edges.ts";
 import { routesCommand } from "./routes.ts";
 import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
+import { topCommand } from "./top.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
   statCommand,
+  topCommand,
   routesCommand,
   edgesCommand,
   tapCommand,
