@@ -158,6 +158,21 @@ Deno.test({
       assert.equal(r.events.length, 3);
     });
 
+    await t.step("a renewed certificate serves the next connection (rotation)", async () => {
+      const ca2 = await createTestCa("weft-tap-test-rotated");
+      store.set(await ca2.issue(PROXY_ID));
+      const rotated = { ...base, caPem: ca2.certPem, client: await ca2.issue(TAP_ID) };
+      const call = observe(rotated, req({ limit: 1 }));
+      await until("the tap to register", () => taps.active === 1);
+      await exchange(taps, "/tapped/rotated", 200, "r");
+      const r = await call;
+      assert.equal(r.code, 0, r.details);
+      // A client that trusts only the old anchor no longer accepts the proxy's certificate.
+      const old = await observe(base, req({ limit: 1 }));
+      assert.equal(old.code, 14, old.details);
+      store.set(await ca.issue(PROXY_ID));
+    });
+
     await t.step("hostile ObserveRequests get INVALID_ARGUMENT naming the fault", async () => {
       const cases: [Partial<ObserveRequest>, RegExp][] = [
         [{ limit: 0 }, /limit must be positive/],
