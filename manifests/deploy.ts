@@ -50,6 +50,7 @@ import {
 import { chooseTarget, kindAvailable, loadImage, type TargetFlags } from "./target.ts";
 import { PROMETHEUS_IMAGE } from "../images/build.ts";
 import { renderStore } from "./metrics/render_store.ts";
+import { waitForProxyTargets } from "./metrics/wait_targets.ts";
 import { type MetricsStore, PROMETHEUS_DEPLOYMENT } from "./metrics/store.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
@@ -487,9 +488,10 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
   for (const m of store.remove) if (await kube.delete(objectPath(m))) removed++;
   if (metrics.mode === "embedded") {
     await waitReady(kube, [PROMETHEUS_DEPLOYMENT], deadline, progress);
+    const scraped = await waitForProxyTargets(kube, deadline, progress);
     progress.done(
       "metrics store",
-      `embedded Prometheus ${PROMETHEUS_DEPLOYMENT} ready (${counts(storeCounts)})`,
+      `embedded Prometheus ${PROMETHEUS_DEPLOYMENT} ready, ${scraped} (${counts(storeCounts)})`,
     );
   } else {
     progress.done(
