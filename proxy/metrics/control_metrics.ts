@@ -40,7 +40,9 @@ export class ControlMetrics {
   /** Wraps a gRPC client's transport so every call is counted and classified. */
   wrap(send: HttpService, l: ControlLabels): HttpService {
     const h = this.handle(l);
-    return recordRequests(send, () => h);
+    // A watch the proxy drops (idle, or the proxy stopping) ends as Linkerd counts a dropped
+    // response body: without trailers, so a gRPC call is `success` with grpc_status 0.
+    return recordRequests(send, () => h, undefined, { callerDrops: true });
   }
 }
 

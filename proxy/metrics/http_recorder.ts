@@ -69,23 +69,33 @@ export class RequestRecorder extends ResponseClassification {
  * read, and a reader that cancels (counted as ended without trailers, as Linkerd counts a dropped
  * body). Upgrades (101) end at the head. Returns `rsp` with its body replaced.
  */
-export function instrumentResponse(rec: RequestRecorder, rsp: HttpResponse): HttpResponse {
+export function instrumentResponse(
+  rec: RequestRecorder,
+  rsp: HttpResponse,
+  dropped?: AbortSignal,
+): HttpResponse {
   rec.head(rsp.status, rsp.headers);
   if (rsp.upgrade !== undefined) {
     rec.end(undefined);
     return rsp;
   }
-  rsp.body = new RecordedBody(rsp.body, rec);
+  rsp.body = new RecordedBody(rsp.body, rec, dropped);
   return rsp;
 }
 
-/** Reports the response body's first byte, end, failure or cancel to the recorder. */
+/**
+ * Reports the response body's first byte, end, failure or cancel to the recorder. With `dropped`,
+ * a read that fails once that signal has aborted is the caller dropping the response, counted as
+ * a cancel (Linkerd classifies a dropped body as ended without trailers), not as a stream error.
+ */
 class RecordedBody extends BodyTap {
   readonly #rec: RequestRecorder;
+  readonly #dropped: AbortSignal | undefined;
 
-  constructor(inner: Body, rec: RequestRecorder) {
+  constructor(inner: Body, rec: RequestRecorder, dropped?: AbortSignal) {
     super(inner);
     this.#rec = rec;
+    this.#dropped = dropped;
   }
 
   protected onChunk(): void {
@@ -97,7 +107,8 @@ class RecordedBody extends BodyTap {
   }
 
   protected onError(e: unknown): void {
-    this.#rec.fail(e);
+    if (this.#dropped?.aborted) this.#rec.end(undefined);
+    else this.#rec.fail(e);
   }
 
   protected onCancel(): void {
@@ -107,12 +118,15 @@ class RecordedBody extends BodyTap {
 
 /**
  * A metrics layer: records every request through `inner` into the handle `target(req)` returns.
- * A rejection counts as a stream failure (its `error` label from `streamErrorLabel`).
+ * A rejection counts as a stream failure (its `error` label from `streamErrorLabel`). With
+ * `callerDrops`, a response body the caller abandons through the request's signal (a watch the
+ * proxy no longer needs) counts as dropped, as Linkerd's control client counts it.
  */
 export function recordRequests(
   inner: HttpService,
   target: (req: HttpRequest) => RequestMetrics,
   classifier?: (req: HttpRequest) => ResponseClassifier | undefined,
+  o: { callerDrops?: boolean } = {},
 ): HttpService {
   return async (req, signal) => {
     const rec = target(req).start(isGrpc(req.headers), classifier?.(req));
@@ -123,6 +137,6 @@ export function recordRequests(
       rec.fail(e);
       throw e;
     }
-    return instrumentResponse(rec, rsp);
+    return instrumentResponse(rec, rsp, o.callerDrops ? signal : undefined);
   };
 }
