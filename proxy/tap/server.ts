@@ -164,7 +164,15 @@ function observeService(
     try {
       msg = ObserveRequest.decode(await readOne(req, signal));
     } catch (e) {
-      if (e instanceof GrpcFramingError) return grpcError(e.code, e.message);
+      // The framing's messages speak of "the server" (they were written for the proxy's client).
+      if (e instanceof GrpcFramingError) {
+        return grpcError(
+          e.code,
+          e.code === Status.RESOURCE_EXHAUSTED
+            ? `the ObserveRequest is over this proxy's limit of ${MAX_OBSERVE_REQUEST_BYTES} bytes`
+            : "the request body is not a well-formed gRPC message",
+        );
+      }
       if (e instanceof RequestProblem) return grpcError(Status.INVALID_ARGUMENT, e.message);
       return grpcError(
         Status.INVALID_ARGUMENT,

@@ -214,6 +214,12 @@ Deno.test({
         assert.equal(r.code, 3, `${want}: ${r.code} ${r.details}`);
         assert.match(r.details, want);
       }
+      const big = await observe(
+        base,
+        req({ match: { match: { $case: "any", value: { matches: [pathPrefix("x".repeat(20_000))] } } } }),
+      );
+      assert.equal(big.code, 8, big.details);
+      assert.match(big.details, /over this proxy's limit of 16384 bytes/);
       assert.equal(taps.running, 0);
     });
 
