@@ -5,10 +5,13 @@
 import type { Command } from "./context.ts";
 import { lifecycleCommands } from "./lifecycle.ts";
 import { edgesCommand } from "./edges.ts";
+import { resourcesCommand } from "./resources.ts";
 import { routesCommand } from "./routes.ts";
 import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
 import { topCommand } from "./top.ts";
+import { diagnosticsCommand } from "./diagnostics/command.ts";
+import { uninjectCommand } from "./uninject.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
@@ -16,5 +19,8 @@ export const COMMANDS: readonly Command[] = [
   topCommand,
   routesCommand,
   edgesCommand,
+  resourcesCommand,
   tapCommand,
+  diagnosticsCommand,
+  uninjectCommand,
 ];
