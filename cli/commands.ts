@@ -10,8 +10,6 @@ import { routesCommand } from "./routes.ts";
 import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
 import { topCommand } from "./top.ts";
-import { diagnosticsCommand } from "./diagnostics/command.ts";
-import { uninjectCommand } from "./uninject.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
@@ -21,6 +19,4 @@ export const COMMANDS: readonly Command[] = [
   edgesCommand,
   resourcesCommand,
   tapCommand,
-  diagnosticsCommand,
-  uninjectCommand,
 ];
