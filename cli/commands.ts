@@ -10,6 +10,8 @@ import { routesCommand } from "./routes.ts";
 import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
 import { topCommand } from "./top.ts";
+import { diagnosticsCommand } from "./diagnostics/command.ts";
+import { uninjectCommand } from "./uninject.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
@@ -19,4 +21,6 @@ export const COMMANDS: readonly Command[] = [
   edgesCommand,
   resourcesCommand,
   tapCommand,
+  diagnosticsCommand,
+  uninjectCommand,
 ];

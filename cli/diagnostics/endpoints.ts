@@ -5,13 +5,16 @@
 import { type EndpointSet, reduceDestination } from "../../proxy/discovery/clients.ts";
 import type { Update } from "../../proxy/discovery/requests.ts";
 import { renderTable } from "./table.ts";
+import { UsageError } from "../context.ts";
 
 /** `name:port` or `ip:port`; the port is required, as the proxy always asks with one. */
 export function parseAuthority(text: string): { host: string; port: number } {
   const m = text.match(/^(\[[0-9a-fA-F:.]+\]|[^:\s/]+):(\d{1,5})$/);
   const port = m ? Number(m[2]) : NaN;
   if (!m || port < 1 || port > 65535) {
-    throw new Error(`"${text}" is not an authority: use NAME:PORT (e.g. web.default.svc.cluster.local:80)`);
+    throw new UsageError(
+      `"${text}" is not an authority: use NAME:PORT (e.g. web.default.svc.cluster.local:80)`,
+    );
   }
   return { host: m[1], port };
 }

@@ -4,6 +4,7 @@
  * choice of a pod is tested without a cluster.
  */
 import { AppsV1Api, CoreV1Api, type KubeConfig, type V1Pod, type V1Service } from "@kubernetes/client-node";
+import { UsageError } from "../context.ts";
 
 export type ResourceKind = "pod" | "deployment" | "service";
 export interface ResourceRef {
@@ -30,12 +31,12 @@ export function parseResource(text: string, defaultKind: ResourceKind = "pod"): 
   const name = slash < 0 ? text : text.slice(slash + 1);
   const kind = kindText === undefined ? defaultKind : KINDS[kindText];
   if (!kind) {
-    throw new Error(
+    throw new UsageError(
       `unknown resource kind "${kindText}" in "${text}": use pod/NAME, deploy/NAME or svc/NAME`,
     );
   }
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) {
-    throw new Error(`"${name}" in "${text}" is not a Kubernetes object name`);
+    throw new UsageError(`"${name}" in "${text}" is not a Kubernetes object name`);
   }
   return { kind, name };
 }
