@@ -83,8 +83,12 @@ function direction(d: TapDirection): TapEventJson["direction"] {
   return d === TapDirection.INBOUND ? "inbound" : d === TapDirection.OUTBOUND ? "outbound" : "unknown";
 }
 
-/** The JSON record of one proxy event, or undefined for an event without HTTP content. */
-export function tapEventJson(pod: string, e: TapEvent): TapEventJson | undefined {
+/**
+ * The JSON record of one proxy event, or undefined for an event without HTTP content. A proxy that does not
+ * know the application's side of an outbound request (weft's outbound stack sends no `source`) is shown
+ * with `podIp`, the address the request left from, without a port.
+ */
+export function tapEventJson(pod: string, e: TapEvent, podIp?: string): TapEventJson | undefined {
   const h = e.event?.$case === "http" ? e.event.value.event : undefined;
   if (!h) return undefined;
   let http: TapHttpJson;
@@ -126,7 +130,7 @@ export function tapEventJson(pod: string, e: TapEvent): TapEventJson | undefined
   return {
     pod,
     direction: direction(e.proxyDirection),
-    source: addr(e.source),
+    source: addr(e.source) || (e.proxyDirection === TapDirection.OUTBOUND && podIp ? podIp : ""),
     destination: addr(e.destination),
     sourceLabels: { ...e.sourceMeta?.labels },
     destinationLabels: { ...e.destinationMeta?.labels },

@@ -128,7 +128,7 @@ export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
     const pod = `${t.namespace}/${t.name}`;
     try {
       for await (const ev of o.observe(t, perPod, streams.signal)) {
-        const j = tapEventJson(pod, ev);
+        const j = tapEventJson(pod, ev, t.ip);
         if (j) admit(j);
         if (ended || streams.signal.aborted) break;
       }
