@@ -30,7 +30,8 @@ export interface SessionOptions {
   now?: () => number;
 }
 
-const UNLIMITED = 0xffff_ffff;
+/** What one proxy serves a tap at most (weft's proxies refuse a larger `limit`): also the ask of a tap without one. */
+export const PER_POD_LIMIT = 100_000;
 
 class LineQueue {
   #items: TapLine[] = [];
@@ -122,7 +123,7 @@ export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
     }
   };
 
-  const perPod = observeRequest(req, req.limit ?? UNLIMITED);
+  const perPod = observeRequest(req, Math.min(req.limit ?? PER_POD_LIMIT, PER_POD_LIMIT));
   let running = o.targets.length;
   const pump = async (t: TapTarget) => {
     const pod = `${t.namespace}/${t.name}`;

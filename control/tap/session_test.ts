@@ -57,6 +57,8 @@ Deno.test("a pod that fails is reported and the others go on; all streams ended 
     signal: new AbortController().signal,
   }));
   assert.deepEqual(lines[0], { error: { pod: "a/p1", message: "tap PERMISSION_DENIED: no" } });
+  // Without --limit each proxy is asked for the most it serves one tap (a larger limit is refused).
+  assert.equal((observe.asked.get("p2") as { limit: number }).limit, 100_000);
   assert.equal(lines.filter((l) => "event" in l).length, 3);
   assert.deepEqual(lines.at(-1), { end: { reason: "pods-ended", requests: 1, dropped: 0 } });
 });
