@@ -234,8 +234,15 @@ export function foldRoutes(results: Record<string, PromSample[]>, windowS: numbe
   );
 }
 
+/** The first bucket of Linkerd's route-duration histogram, in ms: quantiles inside it are only a bound. */
+const POLICY_FIRST_BUCKET_MS = 50;
+
 export function renderRoutes(rows: readonly RouteRow[], color: boolean): string {
   const v = (x: number | null) => x ?? undefined;
+  const lat = (r: RouteRow, x: number | null) =>
+    r.source.startsWith("policy") && x !== null && x <= POLICY_FIRST_BUCKET_MS
+      ? `≤${POLICY_FIRST_BUCKET_MS}ms`
+      : fmtLatency(v(x));
   return renderTable(
     ["ROUTE", "KIND", "PARENT", "SUCCESS", "RPS", "LATENCY_P50", "LATENCY_P95", "LATENCY_P99"],
     rows.map((r): (string | Cell)[] => [
@@ -244,9 +251,9 @@ export function renderRoutes(rows: readonly RouteRow[], color: boolean): string 
       r.parent,
       fmtSuccess(v(r.success)),
       fmtRps(v(r.rps)),
-      fmtLatency(v(r.latency_ms_p50)),
-      fmtLatency(v(r.latency_ms_p95)),
-      fmtLatency(v(r.latency_ms_p99)),
+      lat(r, r.latency_ms_p50),
+      lat(r, r.latency_ms_p95),
+      lat(r, r.latency_ms_p99),
     ]),
     color,
   );

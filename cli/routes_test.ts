@@ -67,5 +67,7 @@ Deno.test("routes: a route whose backend is invalid shows its failing share next
   ]);
   const table = renderRoutes(rows, false);
   assert.match(table, /^broken\s+HTTPRoute\s+svc\/web:8080\s+0\.00%\s+1\.0rps/m);
+  // Inside the first bucket (50 ms) of the route histogram a quantile is only a bound.
+  assert.match(table, /^books\s+HTTPRoute\s+svc\/web:8080\s+96\.67%\s+5\.0rps\s+≤50ms\s+-\s+-$/m);
   assert.match(table, /^GET \/\s+ServiceProfile\s+web\.demo\.svc\.cluster\.local:8080\s+100\.00%/m);
 });
