@@ -1,7 +1,8 @@
 /**
  * Tier 3: the metric families Linkerd's dashboards query, through two real meshed proxies
  * (network namespaces a and b with init's iptables rules, the control plane served in this
- * process): the policy route and route-backend families of a policy-routed request, the balancer
+ * process): the policy route and route-backend families of a policy-routed HTTP request and of
+ * gRPC calls on a GRPCRoute (grpc_status from the trailers), the balancer
  * endpoints gauge against the endpoints discovery announced, the TCP metrics of the connections
  * carrying HTTP to an endpoint, and the bytes of an inbound HTTP connection while it is still
  * open. Skipped when not root.
@@ -13,8 +14,9 @@ import {
   httpRouteOf,
   httpRule,
   meshedHttpEndpoint,
+  type TestControlPlane,
 } from "./testing/control_plane.ts";
-import { allowAll, detectServer, resource } from "./testing/inbound_servers.ts";
+import { allowAll, detectServer, grpcServer, resource } from "./testing/inbound_servers.ts";
 import { MeshFixture, workloadOf } from "./testing/mesh_fixture.ts";
 import { identityOf as ID } from "./testing/mesh_pods.ts";
 import { metric, until } from "./testing/poll.ts";
@@ -24,6 +26,40 @@ if (ignore) console.warn("metrics data path test skipped: network namespaces and
 
 const appTs = new URL("./testing/data_path_app.ts", import.meta.url).pathname;
 const WEB = "web.default.svc.cluster.local:7001";
+const GRPC = "grpc.default.svc.cluster.local:7101";
+
+type OutboundPolicy = Parameters<TestControlPlane["setOutbound"]>[2];
+
+/** A `grpc` outbound policy: one GRPCRoute (default metadata) to the balancer of `path`. */
+function grpcPolicy(path: string): OutboundPolicy {
+  const meta = (value: string) => ({ kind: { $case: "default" as const, value } });
+  return {
+    metadata: meta("grpc"),
+    protocol: {
+      kind: {
+        $case: "grpc",
+        value: {
+          routes: [{
+            metadata: meta("grpc-route"),
+            hosts: [],
+            rules: [{
+              matches: [],
+              filters: [],
+              backends: {
+                kind: {
+                  $case: "firstAvailable",
+                  value: { backends: [{ backend: balancerBackend(path), filters: [] }] },
+                },
+              },
+              allowL5dRequestHeaders: false,
+            }],
+          }],
+          failureAccrual: undefined,
+        },
+      },
+    },
+  };
+}
 const FIXTURE = { prefix: "weft-metricspath-", caName: "weft-test-mesh", pods: ["a", "b"] };
 
 Deno.test({
@@ -50,6 +86,12 @@ Deno.test({
         detectServer("web", [], [allowAll(resource("AuthorizationPolicy", "all"))]),
       );
     }
+    cp.tables.endpoints.set(GRPC, [meshedHttpEndpoint(B.ip, 7101, ID("b"))]);
+    cp.setOutbound(B.ip, 7101, grpcPolicy(GRPC));
+    cp.tables.servers.set(
+      `${workloadOf("b")}|7101`,
+      grpcServer("grpc", [allowAll(resource("AuthorizationPolicy", "all"))]),
+    );
     await cp.start();
     const metrics = async (pod: string) => (await m.admin(pod, "/metrics")).body;
     const load = (n: number, path: string) =>
@@ -64,7 +106,8 @@ Deno.test({
     await m.step(t, "setup: init, relays, the app in b, both proxies ready", async () => {
       for (const pod of ["a", "b"]) await m.meshPod(pod);
       await m.startApp("b", "http-b", [appTs, "http-server", "7001", "7002"]);
-      for (const pod of ["a", "b"]) m.startProxy(pod, { inboundPorts: "7001-7002" });
+      await m.startApp("b", "grpc-b", [appTs, "grpc-server", "7101"]);
+      for (const pod of ["a", "b"]) m.startProxy(pod, { inboundPorts: "7001-7002,7101" });
       for (const pod of ["a", "b"]) await m.ready(pod);
     });
 
@@ -110,6 +153,49 @@ Deno.test({
         20,
       );
       assert.equal(metric(ma, "outbound_http_route_backend_response_duration_seconds_count", backend), 20);
+    });
+
+    await m.step(t, "a gRPC route counts grpc_status by name in outbound_grpc_route_*", async () => {
+      const r = await m.json<{ codes: Record<string, number> }>(
+        "a",
+        "grpc-call",
+        appTs,
+        "grpc-call",
+        JSON.stringify({ addr: `${B.ip}:7101`, n: 12, concurrency: 4, stream: 3 }),
+      );
+      assert.deepEqual(r.codes, { 0: 12 }, JSON.stringify(r));
+      const g = { parent_name: "grpc", route_kind: "default", route_name: "grpc-route" };
+      // 12 unary calls and one server stream; each ends with its trailers.
+      const ma = await until("13 gRPC route statuses", async () => {
+        const text = await metrics("a");
+        return metric(text, "outbound_grpc_route_request_statuses_total", { ...g, grpc_status: "OK" }) >= 13
+          ? text
+          : undefined;
+      });
+      assert.equal(
+        metric(ma, "outbound_grpc_route_request_statuses_total", {
+          ...g,
+          hostname: B.ip,
+          grpc_status: "OK",
+          error: "",
+        }),
+        13,
+        ma.split("\n").filter((l) => l.startsWith("outbound_grpc_route")).join("\n"),
+      );
+      assert.equal(metric(ma, "outbound_grpc_route_request_duration_seconds_count", g), 13);
+      assert.equal(
+        metric(ma, "outbound_grpc_route_backend_requests_total", { ...g, backend_name: "grpc" }),
+        13,
+      );
+      assert.equal(
+        metric(ma, "outbound_grpc_route_backend_response_statuses_total", {
+          ...g,
+          backend_name: "grpc",
+          grpc_status: "OK",
+        }),
+        13,
+      );
+      assert.equal(metric(ma, "outbound_http_route_request_statuses_total", { parent_name: "grpc" }), 0);
     });
 
     await m.step(t, "the balancer endpoints gauge equals the endpoints discovery announced", async () => {
