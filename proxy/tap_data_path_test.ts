@@ -23,6 +23,8 @@ const tapApp = `${root}proxy/testing/tap_app.ts`;
 interface Ev {
   kind: string;
   direction: number;
+  srcAddr?: string;
+  dstAddr?: string;
   src?: Record<string, string>;
   dst?: Record<string, string>;
   stream?: string;
@@ -141,6 +143,8 @@ Deno.test({
         assert.equal(r.events.length, 9, "request, response and end for each of the 3");
         for (const e of r.events) {
           assert.equal(e.direction, 1, "inbound");
+          assert.ok(e.srcAddr?.startsWith(`${A.ip}:`), `source ${e.srcAddr}`);
+          assert.equal(e.dstAddr, `${B.ip}:7001`);
           assert.deepEqual(e.src, { tls: "true", client_id: ID("a") });
           assert.deepEqual(e.dst, { tls: "loopback" });
         }
@@ -180,6 +184,8 @@ Deno.test({
       assert.equal(r.events.length, 6, JSON.stringify(r.events));
       for (const e of r.events) {
         assert.equal(e.direction, 2, "outbound");
+        assert.ok(e.srcAddr?.startsWith(`${A.ip}:`), `source ${e.srcAddr}: the application's address`);
+        assert.equal(e.dstAddr, `${B.ip}:7001`, "the endpoint");
         assert.deepEqual(e.src, { tls: "loopback" });
         assert.deepEqual(e.dst, { pod: "b", namespace: "default", tls: "true", server_id: ID("b") });
       }

@@ -108,6 +108,11 @@ export interface HttpRequest {
   version: HttpVersion;
   headers: HeaderList;
   body: Body;
+  /**
+   * Outbound only, and only while a tap is running (proxy/tap): the application's address, which
+   * the endpoint layer reports as the tap event's source. Copies of the request (retries) keep it.
+   */
+  tapSource?: { ip: string; port: number };
 }
 
 export interface HttpResponse {

@@ -6,6 +6,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import { ObserveRequest, TAP_OBSERVE_PATH, TapEvent } from "../../proto/tap_messages.ts";
+import { fromTcpAddress } from "../../proto/ip.ts";
 
 export interface TapClientOptions {
   /** `ip:port` of the proxy's control port. */
@@ -74,6 +75,8 @@ export function summarize(ev: TapEvent): Record<string, unknown> {
   const id = h?.value.id;
   const base = {
     direction: ev.proxyDirection,
+    srcAddr: ev.source ? fromTcpAddress(ev.source) : undefined,
+    dstAddr: ev.destination ? fromTcpAddress(ev.destination) : undefined,
     src: ev.sourceMeta?.labels,
     dst: ev.destinationMeta?.labels,
     stream: id ? `${id.base}:${id.stream}` : undefined,

@@ -169,14 +169,16 @@ export class EndpointClient {
   request(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
     const taps = this.#deps.taps;
     if (taps === undefined || taps.active === 0) return this.#send(req, signal, classifier);
-    return taps.exchange(req, this.#tap ??= this.#tapContext(), () => this.#send(req, signal, classifier));
+    const ctx = this.#tap ??= this.#tapContext();
+    const src = req.tapSource;
+    return taps.exchange(req, src ? { ...ctx, source: src } : ctx, () => this.#send(req, signal, classifier));
   }
 
   #tap: TapContext | undefined;
 
   /**
    * Linkerd's outbound endpoint labels for tap: the endpoint's metadata with `tls`/`server_id`
-   * (or why no TLS). The application's own address is not known at this layer: no `source`.
+   * (or why no TLS). The source is the application's address the logical layer put on the request.
    */
   #tapContext(): TapContext {
     const t = this.target;

@@ -39,6 +39,7 @@ import {
 import { BodyTap } from "../../http/body_tap.ts";
 import type { Clock } from "../../../proto/support/clock.ts";
 import { layered } from "../../http/layer.ts";
+import type { Taps } from "../../tap/taps.ts";
 import type { OutboundPolicyRoutes, OutboundRule, RouteBackend } from "../../route/outbound.ts";
 import type { RouteHit } from "../../route/table.ts";
 import type { CompiledProfile, ProfileRoute } from "../../route/profile.ts";
@@ -438,7 +439,8 @@ export class OutboundHttp {
     if (svc.idleTimer !== undefined) clearTimeout(svc.idleTimer);
     svc.idleTimer = undefined;
     svc.refs++;
-    const service = svc.service;
+    const taps = this.#deps.taps;
+    const service = taps === undefined ? svc.service : withTapSource(taps, svc.service, sock);
     try {
       const drain = this.#deps.drain;
       if (protocol === "http2") {
@@ -469,4 +471,15 @@ export class OutboundHttp {
     }
     this.#services.clear();
   }
+}
+
+/** While a tap runs, puts the application's address on its requests (the tap events' source). */
+function withTapSource(taps: Taps, inner: HttpService, sock: net.Socket): HttpService {
+  const ip = sock.remoteAddress, port = sock.remotePort;
+  if (ip === undefined || port === undefined) return inner;
+  const src = { ip, port };
+  return (req, signal) => {
+    if (taps.active !== 0) req.tapSource = src;
+    return inner(req, signal);
+  };
 }
