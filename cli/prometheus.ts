@@ -59,7 +59,14 @@ export function parseQueryResponse(
       `${where}: expected an instant vector, got ${body.data?.resultType}: ${promql}`,
     );
   }
-  return body.data.result.map((r) => ({ metric: r.metric ?? {}, value: Number(r.value?.[1]) }));
+  return body.data.result.map((r) => ({ metric: r.metric ?? {}, value: sampleValue(r.value?.[1]) }));
+}
+
+/** Prometheus writes values as Go formats them: `+Inf`/`-Inf` (which Number() does not read), `NaN`, decimals. */
+function sampleValue(v: string | undefined): number {
+  if (v === "+Inf") return Infinity;
+  if (v === "-Inf") return -Infinity;
+  return Number(v);
 }
 
 function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
