@@ -77,7 +77,17 @@ Deno.test({
       B.ip,
       7001,
       detectPolicy("web", B.ip, 7001, [
-        httpRouteOf("web-route", [httpRule([{ backend: balancerBackend(WEB), weight: 1 }])]),
+        httpRouteOf("web-route", [
+          httpRule([{ backend: balancerBackend(WEB), weight: 1 }], {
+            retry: {
+              maxRetries: 2,
+              maxRequestBytes: 0,
+              conditions: { statusRanges: [{ start: 500, end: 599 }] },
+              timeout: undefined,
+              backoff: undefined,
+            },
+          }),
+        ]),
       ]),
     );
     for (const port of [7001, 7002]) {
@@ -153,6 +163,37 @@ Deno.test({
         20,
       );
       assert.equal(metric(ma, "outbound_http_route_backend_response_duration_seconds_count", backend), 20);
+    });
+
+    await m.step(t, "a retried request counts in the retry families and both backend statuses", async () => {
+      const r = await load(1, "/fail-once/k1");
+      assert.deepEqual(r.statuses, { 200: 1 }, "the retry answered");
+      const ma = await until("the retried request's route status", async () => {
+        const text = await metrics("a");
+        return metric(text, "outbound_http_route_request_statuses_total", { ...route, http_status: "200" }) >=
+            21
+          ? text
+          : undefined;
+      });
+      const host = { ...route, hostname: B.ip };
+      assert.equal(metric(ma, "outbound_http_route_retry_requests_total", host), 1, "one retry sent");
+      assert.equal(metric(ma, "outbound_http_route_retry_successes_total", host), 1, "and it was answered");
+      assert.equal(metric(ma, "outbound_http_route_retry_limit_exceeded_total", host), 0);
+      assert.equal(metric(ma, "outbound_http_route_retry_overflow_total", host), 0);
+      assert.equal(
+        metric(ma, "outbound_http_route_request_statuses_total", { ...route, http_status: "500" }),
+        0,
+      );
+      assert.equal(
+        metric(ma, "outbound_http_route_backend_requests_total", backend),
+        22,
+        "20 + the attempt + its retry",
+      );
+      assert.equal(
+        metric(ma, "outbound_http_route_backend_response_statuses_total", { ...backend, http_status: "500" }),
+        1,
+        "the attempt that was retried",
+      );
     });
 
     await m.step(t, "a gRPC route counts grpc_status by name in outbound_grpc_route_*", async () => {

@@ -7,7 +7,9 @@
  *   arrival to the end of its response stream, retries included;
  * - `…_backend_requests_total`, `…_backend_response_duration_seconds` (buckets 0.025 … 10) and
  *   `…_backend_response_statuses_total` per parent × route × backend: one per attempt sent to a
- *   backend.
+ *   backend;
+ * - `…_retry_{requests,successes,limit_exceeded,overflow}_total` per parent × route × hostname,
+ *   exported (zeros included) for routes with a retry policy.
  *
  * Statuses carry `http_status` (gRPC: `grpc_status` by name) or, when the proxy failed the stream
  * itself, `error` with Linkerd's values (FAIL_FAST, LOAD_SHED, …). Handles are looked up once per
@@ -105,6 +107,9 @@ export class StreamSeries {
   readonly statuses = new Map<number, number>();
   /** Failed streams: `${status}\u0000${error}` → count (rare, so a string key is fine). */
   errors: Map<string, number> | undefined;
+  /** Route families only: the route has a retry policy (its retry series are exported). */
+  retryable = false;
+  readonly retries = { requests: 0, successes: 0, limit_exceeded: 0, overflow: 0 };
 
   constructor(
     readonly labels: Readonly<LabelMap>,
@@ -176,6 +181,21 @@ class RouteFamilies {
       "counter",
       () => statuses(this.routes, statusOf),
     );
+    const retryHelp: [keyof StreamSeries["retries"], string][] = [
+      ["limit_exceeded", "Retryable requests not sent due to retry limits"],
+      ["overflow", "Retryable requests not sent due to circuit breakers"],
+      ["requests", "Retry requests emitted"],
+      ["successes", "Successful responses to retry requests"],
+    ];
+    for (const [k, help] of retryHelp) {
+      reg(`retry_${k}_total`, help, "counter", () => {
+        const out: MetricSample[] = [];
+        for (const s of this.routes.values()) {
+          if (s.retryable) out.push({ value: s.retries[k], labels: s.labels });
+        }
+        return out;
+      });
+    }
     reg("backend_requests_total", "The total number of requests dispatched", "counter", () => {
       const out: MetricSample[] = [];
       for (const s of this.backends.values()) {

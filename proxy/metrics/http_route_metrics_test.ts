@@ -125,3 +125,28 @@ Deno.test("route metrics: error labels are Linkerd's; hostOf strips the port and
   assert.equal(hostOf("[FD00::1]:80"), "fd00::1");
   assert.equal(hostOf("web"), "web");
 });
+
+Deno.test("route metrics: retry families per route and hostname, zeros exported for routes with a retry policy", async () => {
+  const registry = new Registry();
+  const m = new HttpRouteMetrics(registry);
+  const plain = m.route(PARENT, { ...ROUTE, name: "no-retry" }, "web", false);
+  plain.recordResponse(200, undefined, NO_HEADERS, 0.01);
+  const s = m.route(PARENT, ROUTE, "web", false);
+  s.retryable = true;
+  s.retries.requests += 3;
+  s.retries.successes++;
+  s.retries.limit_exceeded++;
+  const text = await registry.metrics();
+  const labels = { route_name: "r", hostname: "web", parent_name: "web" };
+  assert.equal(metric(text, "outbound_http_route_retry_requests_total", labels), 3);
+  assert.equal(metric(text, "outbound_http_route_retry_successes_total", labels), 1);
+  assert.equal(metric(text, "outbound_http_route_retry_limit_exceeded_total", labels), 1);
+  assert.match(text, /outbound_http_route_retry_overflow_total\{[^}]*route_name="r"[^}]*\} 0/);
+  assert.ok(
+    !text.split("\n").some((l) =>
+      l.startsWith("outbound_http_route_retry_") && l.includes('route_name="no-retry"')
+    ),
+    "a route without retries has no retry series",
+  );
+  assert.match(text, /# HELP outbound_http_route_retry_requests_total Retry requests emitted/);
+});

@@ -277,10 +277,17 @@ class DestinationService {
         return bs;
       }
       : undefined;
+    // Retry events land in the request's route series (its hostname's), looked up only then.
+    const exec: ExecuteDeps = rm
+      ? {
+        ...this.#exec,
+        onRetryEvent: (r, ev) => this.#routeSeriesOf(policy, hit, r.authority).retries[ev]++,
+      }
+      : this.#exec;
     s = layered(
       (r, signal) => this.#toRouteBackend(rule.backends, matcher, accrual, series, r, signal),
       rule.filters.responseLayer(),
-      retryLayer(rule.plan, this.#exec),
+      retryLayer(rule.plan, exec),
     );
     this.#policyRoutes.set(hit, s);
     return s;
@@ -299,6 +306,7 @@ class DestinationService {
     // Request filters may answer instead (redirects, injected failures): not a layer, since they
     // need the match and can end the request before any backend is chosen.
     const series = this.#deps.routeMetrics ? this.#routeSeriesOf(policy, hit, req.authority) : undefined;
+    if (series && hit.policy.plan.retry) series.retryable = true;
     const t0 = series ? this.#exec.clock.now() : 0;
     const early = hit.policy.filters.applyRequest(req, hit.matcher, this.#rng);
     if (early) {

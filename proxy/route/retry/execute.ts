@@ -37,7 +37,15 @@ export interface ExecuteDeps {
    * ("budget", "limit", "body"). For route_retryable_total-style metrics; must not throw.
    */
   onRetryable?: (retried: boolean, skipped: "budget" | "limit" | "body" | undefined) => void;
+  /**
+   * Linkerd's route retry counters, per request: a retry sent (`requests`), a retried request
+   * answered by a response not to retry (`successes`), a retryable outcome with no retry left
+   * (`limit_exceeded`), a retry the budget refused (`overflow`). Must not throw.
+   */
+  onRetryEvent?: (req: HttpRequest, event: RetryEvent) => void;
 }
+
+export type RetryEvent = "requests" | "successes" | "limit_exceeded" | "overflow";
 
 export const DIRECT: RequestPlan = Object.freeze({ timeouts: {}, retry: undefined });
 
@@ -150,7 +158,7 @@ async function executePlan(
       let again = false;
       if (retry && !streamSignal.aborted && isRetryableError(retry, e)) {
         try {
-          again = await retryAllowed(retry, replay, retriesLeft, deps, n, streamSignal);
+          again = await retryAllowed(req, retry, replay, retriesLeft, deps, n, streamSignal);
         } catch (e1) {
           throw fail(e1);
         }
@@ -166,6 +174,7 @@ async function executePlan(
 
     if (retry) {
       let again = false;
+      let retryable = false;
       try {
         let trailers = undefined;
         if (needsTrailers(retry, res.status, res.headers, grpc)) {
@@ -174,8 +183,9 @@ async function executePlan(
           trailers = p.trailers;
         }
         if (isRetryableResponse(retry, res.status, res.headers, trailers, grpc)) {
+          retryable = true;
           const discard = res.body;
-          again = await retryAllowed(retry, replay, retriesLeft, deps, n, streamSignal, () => {
+          again = await retryAllowed(req, retry, replay, retriesLeft, deps, n, streamSignal, () => {
             discard.cancel(new Error("response discarded for a retry"));
             attempt?.clear();
           });
@@ -185,6 +195,8 @@ async function executePlan(
         throw fail(e0);
       }
       if (again) continue;
+      // A retry answered by a response that is not itself retryable (Linkerd's `successes`).
+      if (n > 0 && !retryable) deps.onRetryEvent?.(req, "successes");
     }
 
     replay?.seal();
@@ -205,6 +217,7 @@ async function executePlan(
 
 /** Checks limits and budget, then waits the backoff; true when the next attempt should go. */
 async function retryAllowed(
+  req: HttpRequest,
   retry: RetryPolicy,
   replay: ReplayBody | undefined,
   retriesLeft: boolean,
@@ -215,6 +228,7 @@ async function retryAllowed(
 ): Promise<boolean> {
   if (!retriesLeft) {
     deps.onRetryable?.(false, replay ? "limit" : "body");
+    if (replay) deps.onRetryEvent?.(req, "limit_exceeded");
     return false;
   }
   if (!replay!.canReplay) {
@@ -223,9 +237,11 @@ async function retryAllowed(
   }
   if (retry.budget && !retry.budget.withdraw()) {
     deps.onRetryable?.(false, "budget");
+    deps.onRetryEvent?.(req, "overflow");
     return false;
   }
   deps.onRetryable?.(true, undefined);
+  deps.onRetryEvent?.(req, "requests");
   discard?.();
   if (retry.backoff) await sleep(deps.clock, backoffDelay(retry.backoff, n, deps.rng), signal);
   return true;

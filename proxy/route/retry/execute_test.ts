@@ -298,3 +298,34 @@ Deno.test("timeouts: response and idle timeouts apply to the response body", asy
   clock.advance(100);
   await assert.rejects(stalled, (e: TimeoutError) => e.kind === "idle");
 });
+
+Deno.test("retries: Linkerd's retry events per request — requests, successes, limit_exceeded, overflow", async () => {
+  const run = async (p: RetryPolicy, answers: HttpResponse[], clock = new FakeClock()) => {
+    const events: string[] = [];
+    const req = post("e");
+    const d: ExecuteDeps = {
+      clock,
+      rng: seededRng(1),
+      onRetryEvent: (r, ev) => {
+        assert.equal(r, req, "the event names the request it belongs to");
+        events.push(ev);
+      },
+    };
+    await execute(req, new AbortController().signal, plan(p), scripted(answers).svc, d);
+    return events;
+  };
+  assert.deepEqual(await run(httpPolicy(2), [respond(200)]), [], "first attempt answered: no event");
+  assert.deepEqual(await run(httpPolicy(2), [respond(503), respond(404)]), ["requests", "successes"]);
+  assert.deepEqual(
+    await run(httpPolicy(1), [respond(503), respond(503)]),
+    ["requests", "limit_exceeded"],
+    "retryable again with no retry left",
+  );
+  const clock = new FakeClock();
+  const budget = new RetryBudget({ ttlMs: 1_000, minRetriesPerSecond: 1, retryRatio: 0 }, clock);
+  assert.deepEqual(
+    await run(profileRetryPolicy(budget, undefined), [respond(500)], clock),
+    ["requests", "overflow"],
+    "the budget refusing a retry is the overflow",
+  );
+});
