@@ -113,7 +113,14 @@ export class Taps {
     if (followed === undefined) return send();
     const f = followed;
     const b = base!;
-    return send().then((res) => {
+    let sent: Promise<HttpResponse>;
+    try {
+      sent = send();
+    } catch (e) {
+      // A service that throws instead of rejecting must still end the requests taps follow.
+      sent = Promise.reject(e);
+    }
+    return sent.then((res) => {
       const t1 = this.#now();
       const grpcInHead = numberOr(res.headers.get("grpc-status"));
       for (const { s, id } of f) {
