@@ -123,7 +123,8 @@ export async function serveTap(d: TapServerDeps): Promise<TapServer> {
     })();
   };
 
-  const listener: Listener = await listenTcp(d.listen, onConn);
+  // As the data-plane listeners: `[::]` falls back to 0.0.0.0 in a pod without IPv6.
+  const [listener]: Listener[] = await listenAll([d.listen], onConn, (line) => d.log("warn", `tap: ${line}`));
   d.log("info", `tap server on ${listener.addr.ip}:${listener.addr.port}, authorized for ${d.tapName}`);
   return {
     addr: listener.addr,
