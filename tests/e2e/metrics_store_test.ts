@@ -107,6 +107,28 @@ Deno.test({
         `outbound series name the destination: ${JSON.stringify(outbound.map((s) => s.metric))}`,
       );
 
+      // Attack: the discovery sidecar's target list (every pod, its IP and labels) is for Prometheus only. From
+      // another pod, through its own proxy and the Prometheus pod's inbound proxy, it must not answer; Prometheus
+      // itself keeps serving.
+      const [prom] = (await kjson([
+        "get",
+        "pods",
+        "-n",
+        CONTROL_PLANE_NS,
+        "-l",
+        "linkerd.io/control-plane-component=prometheus",
+        "-o",
+        "json",
+      ])).items.filter((p: Json) => p.status?.phase === "Running");
+      const leak = await fetchFrom(client.status.podIP, `${prom.status.podIP}:9992`, 1, 3000, 0, {
+        path: "/targets",
+      });
+      assert.ok(
+        !leak[0].ok && leak[0].status !== 200,
+        `the target list answered another pod: ${JSON.stringify(leak)}`,
+      );
+      assert.match((await promApi<{ version: string }>("/api/v1/status/buildinfo")).version, /^2\.42\./);
+
       // Every meshed pod of the cluster (these two, the control plane, other tests' pods) has its proxy up.
       let missing: string[] = [];
       await waitFor("a healthy linkerd-proxy target for every meshed running pod", async () => {
