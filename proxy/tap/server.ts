@@ -15,7 +15,7 @@ import type * as net from "node:net";
 import { ObserveRequest, TAP_OBSERVE_PATH, TapEvent } from "../../proto/tap_messages.ts";
 import type { ListenAddr } from "../config/parse.ts";
 import type { Log } from "../core/log.ts";
-import { type Listener, listenTcp } from "../transport/listen.ts";
+import { listenAll, type Listener } from "../transport/listen.ts";
 import type { MeshTls } from "../transport/tls.ts";
 import { serveHttp2 } from "../http/h2/server.ts";
 import {
