@@ -4,7 +4,7 @@
  */
 import { type EndpointSet, reduceDestination } from "../../proxy/discovery/clients.ts";
 import type { Update } from "../../proxy/discovery/requests.ts";
-import { renderTable } from "./table.ts";
+import { renderTable } from "../table.ts";
 import { UsageError } from "../context.ts";
 
 /** `name:port` or `ip:port`; the port is required, as the proxy always asks with one. */

@@ -5,7 +5,7 @@
  */
 import type { OutboundPolicy, Server } from "../../proxy/discovery/requests.ts";
 import { fromIpAddress } from "../../proto/ip.ts";
-import { renderTable } from "./table.ts";
+import { renderTable } from "../table.ts";
 
 type Meta = { kind?: { $case: "default"; value: string } | { $case: "resource"; value: ResourceMeta } };
 interface ResourceMeta {

@@ -1,6 +1,6 @@
 /** `weft diagnostics profile`: the DestinationProfile a proxy gets for an authority. */
 import type { DestinationProfile } from "../../proxy/discovery/requests.ts";
-import { renderTable } from "./table.ts";
+import { renderTable } from "../table.ts";
 
 type RequestMatch = NonNullable<DestinationProfile["routes"][number]["condition"]>;
 
