@@ -6,11 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { runChecks } from "./check.ts";
-import { deploy, type DeploySummary } from "./deploy.ts";
+import { CONTROL_PLANE_DIR, deploy, type DeploySummary } from "./deploy.ts";
 import { Kube } from "./kube.ts";
 import { defaultCertsDir } from "./main.ts";
 import { Progress } from "./progress.ts";
-import { IMAGE_DIGEST_ANNOTATION, NAMESPACE } from "./render.ts";
+import { IMAGE_DIGEST_ANNOTATION, loadDir, NAMESPACE } from "./render.ts";
 
 const KUBECONFIG = Deno.env.get("KUBECONFIG");
 
@@ -48,10 +48,16 @@ Deno.test({
     const pods = (await kube.list<Pod>(`/api/v1/namespaces/${NAMESPACE}/pods`)).filter((p) =>
       !p.metadata.deletionTimestamp
     );
+    // One pod per control-plane Deployment, and the embedded metrics store (deploy's default).
+    const expected = (await loadDir(CONTROL_PLANE_DIR)).filter((d) => d.kind === "Deployment").map((d) =>
+      (d.spec as { template: { metadata: { labels: Record<string, string> } } }).template.metadata
+        .labels["linkerd.io/control-plane-component"]
+    );
     assert.deepEqual(
       pods.map((p) => p.metadata.labels["linkerd.io/control-plane-component"]).sort(),
-      ["destination", "identity", "proxy-injector"],
+      [...expected, "prometheus"].sort(),
     );
+    assert.ok(first.lines.some((l) => l.startsWith("✓ metrics store")), first.lines.join("\n"));
     for (const p of pods) {
       assert.ok(
         p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
