@@ -3,7 +3,7 @@
  * `undeploy`, `mesh:check`). The only module here that reads the environment and arguments.
  */
 import { stringify } from "yaml";
-import { WEFT_IMAGE } from "../images/build.ts";
+import { PROMETHEUS_IMAGE, WEFT_IMAGE } from "../images/build.ts";
 import { parseDurationMs } from "../proto/go_duration.ts";
 import {
   createIdentity,
@@ -32,6 +32,7 @@ import {
 import type { TargetFlags } from "./target.ts";
 import { undeploy } from "./undeploy.ts";
 import { type MetricsStore, parseMetricsStore } from "./metrics/store.ts";
+import { renderStore } from "./metrics/render_store.ts";
 
 export const USAGE =
   `usage: deno task deploy | undeploy | mesh:check [flags]   (manifests/main.ts deploy|undeploy|check|render)
@@ -55,7 +56,8 @@ check      health of the control plane, webhooks, certificates and proxies; exit
   --kubeconfig=PATH --threshold=1440h   (a webhook certificate expiring within the threshold fails)
   --anchor-threshold=720h --issuer-threshold=168h
                                  (a trust anchor / the identity issuer expiring within it fails)
-render     print the rendered control plane as YAML (throwaway certificates, Secrets redacted)
+render     print the rendered control plane and embedded metrics store as YAML (throwaway certificates,
+           Secrets redacted)
   --image=REF --image-pull-policy=... --native-sidecar=true|false`;
 
 export class UsageError extends Error {
@@ -212,17 +214,20 @@ async function render(a: ParsedArgs): Promise<string> {
     ])),
   );
   const docs = await loadDir(CONTROL_PLANE_DIR);
+  const params = {
+    image: a.image,
+    imagePullPolicy: a.imagePullPolicy,
+    trustAnchorsPem: id.material.anchorsPem,
+    nativeSidecars: a.nativeSidecars,
+    webhookCaPem: ca.certPem,
+  };
   const objects: Manifest[] = [
     ...docs.filter((d) => d.kind === "Namespace"),
     ...identityObjects(id.material),
     ...webhookObjects(ca, serving),
-    ...await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), {
-      image: a.image,
-      imagePullPolicy: a.imagePullPolicy,
-      trustAnchorsPem: id.material.anchorsPem,
-      nativeSidecars: a.nativeSidecars,
-      webhookCaPem: ca.certPem,
-    }),
+    ...await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), params),
+    // The embedded metrics store, as a default deploy applies it.
+    ...(await renderStore({ mode: "embedded" }, { ...params, prometheusImage: PROMETHEUS_IMAGE })).apply,
   ];
   for (const o of objects) {
     if (o.kind === "Secret") {
