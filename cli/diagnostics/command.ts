@@ -40,6 +40,7 @@ import {
   parseResource,
   resolvePod,
   resolvePods,
+  serviceOfHost,
 } from "./resource.ts";
 
 const FLAGS: readonly FlagSpec[] = [
@@ -76,6 +77,7 @@ const USAGE = `usage:
   weft diagnostics endpoints AUTHORITY... [--as RES] [-n NS] [-o json]
   weft diagnostics policy (pod/NAME | deploy/NAME) PORT [-n NS] [-o json]   inbound policy of a port
   weft diagnostics policy svc/NAME PORT [--as RES] [-n NS] [-o json]         outbound policy for a Service
+  weft diagnostics policy NAME.NS.svc.cluster.local:PORT [--as RES] [-o json]  the same, by authority
   weft diagnostics profile AUTHORITY [--as RES] [-n NS] [-o json]
 
 flags:
@@ -258,18 +260,34 @@ export async function endpoints(
 }
 
 export async function policy(e: DiagnosticsEnv, args: string[], o: Opts, ctx: CliContext): Promise<number> {
-  if (args.length !== 2) throw new UsageError("policy takes a resource and a port: policy deploy/NAME 8080");
-  const ref = parseResource(args[0]);
-  const port = parsePort(args[1]);
+  let ref;
+  let port;
+  let svcNs = o.ns;
+  if (args.length === 1) {
+    // A Service's authority, as a proxy's application would dial it: NAME.NS.svc.cluster.local:PORT.
+    const a = parseAuthority(args[0]);
+    const svc = serviceOfHost(a.host);
+    if (!svc) throw new UsageError(`"${a.host}" is not a Service name (NAME.NS.svc.<cluster domain>)`);
+    ref = { kind: "service" as const, name: svc.name };
+    svcNs = svc.namespace;
+    port = a.port;
+  } else if (args.length === 2) {
+    ref = parseResource(args[0]);
+    port = parsePort(args[1]);
+  } else {
+    throw new UsageError(
+      "policy takes a resource and a port (policy deploy/NAME 8080) or a Service authority",
+    );
+  }
   const target = await controllerTarget(e, Ports.policy);
   if (ref.kind === "service") {
-    const svc = await e.kube.service(o.ns, ref.name).catch((err) => {
-      throw new Error(`cannot read service ${o.ns}/${ref.name}: ${apiMessage(err)}`);
+    const svc = await e.kube.service(svcNs, ref.name).catch((err) => {
+      throw new Error(`cannot read service ${svcNs}/${ref.name}: ${apiMessage(err)}`);
     });
     const ip = svc.spec?.clusterIP;
     if (!ip || ip === "None") {
       throw new Error(
-        `service ${o.ns}/${ref.name} has no cluster IP: a proxy looks up outbound policy by address`,
+        `service ${svcNs}/${ref.name} has no cluster IP: a proxy looks up outbound policy by address`,
       );
     }
     const who = await requester(e, o);
@@ -282,7 +300,7 @@ export async function policy(e: DiagnosticsEnv, args: string[], o: Opts, ctx: Cl
     ctx.status("");
     const last = snap.messages[snap.messages.length - 1];
     if (o.json) await ctx.out(json({ request: messageJson(req), policy: messageJson(last) }));
-    else await ctx.out(renderOutbound(`svc/${ref.name}.${o.ns} (${ip}:${port}) as ${who.who}`, last));
+    else await ctx.out(renderOutbound(`svc/${ref.name}.${svcNs} (${ip}:${port}) as ${who.who}`, last));
     return 0;
   }
   if (o.as) {

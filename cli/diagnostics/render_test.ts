@@ -9,7 +9,7 @@ import { messageJson } from "./message_json.ts";
 import { controllerAdminPorts, hasProxy } from "./metrics.ts";
 import { inboundSummary, renderInbound, renderOutbound } from "./policy.ts";
 import { describeMatch, renderProfile } from "./profile.ts";
-import { parseResource, pickReadyPod } from "./resource.ts";
+import { parseResource, pickReadyPod, serviceOfHost } from "./resource.ts";
 
 Deno.test("diagnostics: resources as kubectl spells them, and clear errors otherwise", () => {
   assert.deepEqual(parseResource("deploy/web"), { kind: "deployment", name: "web" });
@@ -18,6 +18,15 @@ Deno.test("diagnostics: resources as kubectl spells them, and clear errors other
   assert.deepEqual(parseResource("web-0"), { kind: "pod", name: "web-0" });
   assert.throws(() => parseResource("cm/web"), /unknown resource kind "cm"/);
   assert.throws(() => parseResource("deploy/Web_1"), /not a Kubernetes object name/);
+});
+
+Deno.test("diagnostics: a Service from its cluster name", () => {
+  assert.deepEqual(serviceOfHost("web.shop.svc.cluster.local"), { name: "web", namespace: "shop" });
+  assert.deepEqual(serviceOfHost("web.shop.svc"), { name: "web", namespace: "shop" });
+  assert.deepEqual(serviceOfHost("web.shop.svc.example.org."), { name: "web", namespace: "shop" });
+  assert.equal(serviceOfHost("web"), undefined);
+  assert.equal(serviceOfHost("10.96.0.10"), undefined);
+  assert.equal(serviceOfHost("web.shop.pod.cluster.local"), undefined);
 });
 
 Deno.test("diagnostics: authorities need a port", () => {

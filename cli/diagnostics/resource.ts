@@ -41,6 +41,14 @@ export function parseResource(text: string, defaultKind: ResourceKind = "pod"): 
   return { kind, name };
 }
 
+/** The Service a cluster name stands for: `NAME.NS.svc` or `NAME.NS.svc.<cluster domain>`. */
+export function serviceOfHost(host: string): { name: string; namespace: string } | undefined {
+  const m = host.replace(/\.$/, "").match(
+    /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.([a-z0-9]([-a-z0-9]*[a-z0-9])?)\.svc(\..+)?$/,
+  );
+  return m ? { name: m[1], namespace: m[3] } : undefined;
+}
+
 export interface KubeReader {
   pod(ns: string, name: string): Promise<V1Pod>;
   pods(ns: string, labelSelector: string): Promise<V1Pod[]>;
