@@ -39,7 +39,8 @@ export async function queryAll<K extends string>(
   queries: Record<K, string>,
   ctx: CliContext,
 ): Promise<Record<K, Awaited<ReturnType<Prometheus["query"]>>>> {
-  const keys = Object.keys(queries) as K[];
+  // An empty query is one the plan does not need: answered with no samples, not sent.
+  const keys = (Object.keys(queries) as K[]).filter((k) => queries[k] !== "");
   let done = 0;
   ctx.status(`querying ${prom.where}: 0/${keys.length}`);
   const results = await Promise.all(keys.map(async (k) => {
@@ -48,5 +49,10 @@ export async function queryAll<K extends string>(
     return r;
   }));
   ctx.status("");
-  return Object.fromEntries(keys.map((k, i) => [k, results[i]])) as Record<K, typeof results[number]>;
+  const out = Object.fromEntries((Object.keys(queries) as K[]).map((k) => [k, []])) as unknown as Record<
+    K,
+    typeof results[number]
+  >;
+  keys.forEach((k, i) => out[k] = results[i]);
+  return out;
 }

@@ -9,6 +9,7 @@ import { flagHelp, type FlagSpec, parseFlags, parseOutput, parseWindow, windowTe
 import { listPath, parseTarget, type Target } from "./kinds.ts";
 import { listWithPods, meshedCount, podsOf } from "./kube_objects.ts";
 import type { PromSample } from "./prometheus.ts";
+import { isSuccess } from "./routes.ts";
 import { planStat, type StatPlan, type StatQueryName } from "./stat_plan.ts";
 import {
   type Cell,
@@ -100,6 +101,30 @@ export function foldStat(plan: StatPlan, results: Record<StatQueryName, PromSamp
   }
   for (const q of ["p50", "p95", "p99", "tcp", "read", "write"] as const) {
     for (const s of results[q]) if (Number.isFinite(s.value)) acc(s.metric)[q] = s.value;
+  }
+  if (plan.routeGroupBy) {
+    // A Service's success and volume as its clients' logical requests (see StatPlan.routeGroupBy).
+    const routed = new Map<string, { success: number; failure: number }>();
+    for (const [q, source] of [["routeHttp", "policy-http"], ["routeGrpc", "policy-grpc"]] as const) {
+      for (const s of results[q] ?? []) {
+        if (!Number.isFinite(s.value)) continue;
+        const k = `${s.metric[plan.routeGroupBy[0]] ?? ""}/${s.metric[plan.routeGroupBy[1]] ?? ""}`;
+        let r = routed.get(k);
+        if (!r) routed.set(k, r = { success: 0, failure: 0 });
+        if (isSuccess(source, s.metric)) r.success += s.value;
+        else r.failure += s.value;
+      }
+    }
+    for (const [k, r] of routed) {
+      if (r.success + r.failure <= 0) continue;
+      let a = out.get(k);
+      if (!a) out.set(k, a = { success: 0, failure: 0, tls: 0 });
+      // The mTLS share stays that of the responses the endpoints gave.
+      const share = a.success + a.failure > 0 ? a.tls / (a.success + a.failure) : 0;
+      a.success = r.success;
+      a.failure = r.failure;
+      a.tls = share * (r.success + r.failure);
+    }
   }
   return out;
 }

@@ -6,6 +6,7 @@
  */
 import type { Kind, Target } from "./kinds.ts";
 import {
+  by,
   latencyQuery,
   type Matcher,
   QUANTILES,
@@ -23,7 +24,16 @@ export interface StatRequest {
   window: string;
 }
 
-export type StatQueryName = "responses" | "p50" | "p95" | "p99" | "tcp" | "read" | "write";
+export type StatQueryName =
+  | "responses"
+  | "p50"
+  | "p95"
+  | "p99"
+  | "tcp"
+  | "read"
+  | "write"
+  | "routeHttp"
+  | "routeGrpc";
 
 export interface StatPlan {
   /** The series labels naming a row: [namespace label, name label] (one for namespaces). */
@@ -31,6 +41,12 @@ export interface StatPlan {
   queries: Record<StatQueryName, string>;
   /** Rows come only from metrics (a `--from`/`--to` view), not from every object of the kind. */
   rowsFromMetrics: boolean;
+  /**
+   * Services: the clients' logical requests per parent Service (`outbound_*_route_request_statuses_total`),
+   * which count the answers the client proxy gives itself (an invalid backend's 500, fail-fast) that never
+   * reach an endpoint and so are missing from `response_total`. Grouped by these labels.
+   */
+  routeGroupBy?: string[];
 }
 
 /** Labels naming a resource as the source side of a series (its own proxy). */
@@ -86,11 +102,28 @@ export function planStat(r: StatRequest): StatPlan {
     peer = "src";
   }
   const sel = selector(matchers);
+  const isSvc = target.kind.label === "service";
+  const routeGroupBy = ["parent_namespace", "parent_name"];
+  const routeSel = selector([
+    ...(from ? sourceMatchers(from) : []),
+    { label: "parent_kind", value: "Service" },
+    ...(target.namespace ? [{ label: "parent_namespace", value: target.namespace }] : []),
+    target.name
+      ? { label: "parent_name", value: target.name }
+      : { label: "parent_name", op: "!=", value: "" },
+  ] as Matcher[]);
+  const routeQuery = (proto: "http" | "grpc") =>
+    isSvc
+      ? `sum(increase(outbound_${proto}_route_request_statuses_total${routeSel}[${window}])) by ${
+        by([...routeGroupBy, proto === "http" ? "http_status" : "grpc_status", "error"])
+      }`
+      : "";
   const tcpSel = selector([...matchers, { label: "peer", value: peer }]);
   const [p50, p95, p99] = QUANTILES.map((q) => latencyQuery(q, sel, window, g));
   return {
     groupBy: g,
     rowsFromMetrics: from !== undefined || to !== undefined,
+    ...(isSvc ? { routeGroupBy } : {}),
     queries: {
       responses: responsesQuery(sel, window, g),
       p50,
@@ -99,6 +132,8 @@ export function planStat(r: StatRequest): StatPlan {
       tcp: tcpOpenQuery(tcpSel, g),
       read: tcpBytesQuery("read", tcpSel, window, g),
       write: tcpBytesQuery("write", tcpSel, window, g),
+      routeHttp: routeQuery("http"),
+      routeGrpc: routeQuery("grpc"),
     },
   };
 }

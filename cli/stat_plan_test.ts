@@ -84,6 +84,8 @@ Deno.test("stat fold: success rate and RPS from classified counts, quantiles and
     tcp: [{ metric: m("web"), value: 3 }],
     read: [],
     write: [],
+    routeHttp: [],
+    routeGrpc: [],
   });
   const web = statRow("a/web", "deploy", figures.get("a/web"), 60, { meshed: 2, total: 2 });
   assert.equal(web.success, 0.95);
@@ -107,4 +109,35 @@ Deno.test("stat fold: success rate and RPS from classified counts, quantiles and
     ].join("\n"),
   );
   assert.ok(renderStat([web], false, false, true).includes("\x1b[33m95.00%\x1b[0m"), "yellow below 99%");
+});
+
+Deno.test("stat svc: success and RPS from the clients' logical requests, counting the proxy's own 500s", () => {
+  const p = planStat({ target: parseTarget("svc/web", "a"), window: "1m" });
+  assert.equal(
+    p.queries.routeHttp,
+    'sum(increase(outbound_http_route_request_statuses_total{parent_kind="Service", parent_namespace="a", ' +
+      'parent_name="web"}[1m])) by (parent_namespace, parent_name, http_status, error)',
+  );
+  assert.equal(planStat({ target: parseTarget("deploy", "a"), window: "1m" }).queries.routeHttp, "");
+  const svc = { dst_namespace: "a", dst_service: "web" };
+  const parent = { parent_namespace: "a", parent_name: "web" };
+  const figures = foldStat(p, {
+    // The endpoints answered 300, all well; the client proxy answered another 100 itself with 500.
+    responses: [{ metric: { ...svc, classification: "success", tls: "true" }, value: 300 }],
+    p50: [],
+    p95: [],
+    p99: [],
+    tcp: [],
+    read: [],
+    write: [],
+    routeHttp: [
+      { metric: { ...parent, http_status: "200", error: "" }, value: 300 },
+      { metric: { ...parent, http_status: "500", error: "" }, value: 100 },
+    ],
+    routeGrpc: [],
+  });
+  const row = statRow("a/web", "svc", figures.get("a/web"), 60, undefined);
+  assert.equal(row.success, 0.75);
+  assert.equal(row.rps, 400 / 60);
+  assert.equal(row.tls_share, 1);
 });
