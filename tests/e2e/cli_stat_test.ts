@@ -7,8 +7,8 @@
 //   the clients' own view (`--to`) within 10% with no probe allowance;
 // - `weft edges deploy -n NS` lists every demo edge with both identities, all mTLS;
 // - an HTTPRoute sending a quarter of web's traffic to a Service that does not exist (the proxy answers 500, as
-//   Linkerd's does for an invalid backend) shows in `weft routes svc/web` at the success rate the load client saw
-//   (±8 points), about 75%.
+//   Linkerd's does for an invalid backend) shows in `weft routes svc/web` and `weft stat svc/web` at the success
+//   rate the load client saw (±8 points), about 75%.
 // Needs the mesh deployed with its embedded Prometheus (deno task deploy). Load is the demo's: bounded rates.
 import assert from "node:assert/strict";
 import { dispatch } from "../../cli/dispatch.ts";
@@ -184,6 +184,11 @@ Deno.test({
       assert.ok(
         Math.abs(split.success - failing.success) <= 0.08,
         `routes ${split.success} vs ${failing.success}`,
+      );
+      const sv = statSvc.find((r) => r.name === "web");
+      assert.ok(
+        Math.abs(sv.success - failing.success) <= 0.08,
+        `stat svc/web ${sv.success} vs ${failing.success}`,
       );
     } finally {
       await kubectl(["delete", "namespace", ns, "--wait=false"], { timeoutMs: 15_000 });
