@@ -8,7 +8,7 @@
 import { Registry } from "prom-client";
 import { Informer, KubeApiSource, loadKubeConfig, Resources, stripManagedFields } from "../k8s/mod.ts";
 import type { KubeObject } from "../k8s/mod.ts";
-import { allTargets, type PodLike } from "./targets.ts";
+import { allTargets, type PodLike, slimPod } from "./targets.ts";
 
 type Pod = KubeObject & PodLike;
 
@@ -35,7 +35,7 @@ export async function main(args: string[]): Promise<void> {
   const pods = new Informer<Pod>({
     name: "pods",
     source: new KubeApiSource<Pod>(loadKubeConfig(kubeconfig), Resources.pods),
-    transform: stripManagedFields,
+    transform: (p) => slimPod(stripManagedFields(p)),
     registry,
     log: (s) => console.log(`scrape_targets: ${s}`),
   });

@@ -126,3 +126,42 @@ export function allTargets(pods: Iterable<PodLike>): TargetGroup[] {
   );
   return sorted.flatMap(podTargets);
 }
+
+/**
+ * What the cache keeps of a pod: only the fields targets are made of (a pod's full spec and status are several
+ * times larger, and discovery holds every pod of the cluster).
+ */
+export function slimPod<T extends PodLike>(pod: T): T {
+  const m = pod.metadata;
+  const containers = (cs: PodContainer[] | undefined) =>
+    cs?.map((c) => ({
+      name: c.name,
+      image: c.image,
+      ports: c.ports?.map((p) => ({ name: p.name, containerPort: p.containerPort, protocol: p.protocol })),
+    }));
+  return {
+    ...pod,
+    metadata: {
+      ...m,
+      ownerReferences: m.ownerReferences?.map((r) => ({
+        kind: r.kind,
+        name: r.name,
+        controller: r.controller,
+      })),
+    },
+    spec: {
+      nodeName: pod.spec?.nodeName,
+      containers: containers(pod.spec?.containers),
+      initContainers: containers(pod.spec?.initContainers),
+    },
+    status: {
+      phase: pod.status?.phase,
+      podIP: pod.status?.podIP,
+      hostIP: pod.status?.hostIP,
+      conditions: pod.status?.conditions?.filter((c) => c.type === "Ready").map((c) => ({
+        type: c.type,
+        status: c.status,
+      })),
+    },
+  };
+}

@@ -1,5 +1,5 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { allTargets, type PodLike, podTargets, sanitizeLabelName } from "./targets.ts";
+import { allTargets, type PodLike, podTargets, sanitizeLabelName, slimPod } from "./targets.ts";
 
 function pod(over: Partial<PodLike["status"]> = {}): PodLike {
   return {
@@ -72,4 +72,19 @@ Deno.test("all targets come in a stable order whatever the cache order", () => {
   b.status!.podIP = "10.0.0.8";
   assertEquals(allTargets([a, b]), allTargets([b, a]));
   assertEquals(allTargets([a, b])[0].labels.__meta_kubernetes_pod_name, "aaa");
+});
+
+Deno.test("the cache keeps only what targets are made of, and the targets are the same", () => {
+  const full = pod() as PodLike & { spec: Record<string, unknown>; status: Record<string, unknown> };
+  full.spec.volumes = [{ name: "big", emptyDir: {} }];
+  (full.spec.containers as unknown as Record<string, unknown>[])[0].env = [{
+    name: "SECRET_LOOKING",
+    value: "x".repeat(1000),
+  }];
+  full.status.containerStatuses = [{ name: "web", ready: true }];
+  const slim = slimPod(full);
+  assertEquals(podTargets(slim), podTargets(full));
+  assertEquals(JSON.stringify(slim).includes("SECRET_LOOKING"), false);
+  assertEquals("volumes" in (slim.spec as object), false);
+  assertEquals("containerStatuses" in (slim.status as object), false);
 });
