@@ -170,8 +170,8 @@ export function serviceReport(
       });
     }
     r.tcp = tcp;
-    // HTTP connections between proxies are long-lived and multiplexed (their bytes are counted when they
-    // close), so for HTTP the mTLS evidence is the request metrics' peer identities.
+    // HTTP connections between proxies are long-lived and multiplexed (their bytes now show at each scrape,
+    // but a window may still carry none), so for HTTP the mTLS evidence is the request metrics' identities.
     const httpFromCaller = (r.http?.requests ?? 0) > 0;
     if (!httpFromCaller && (tcp.readBytes === 0 || tcp.writeBytes === 0)) {
       r.problems.push(
