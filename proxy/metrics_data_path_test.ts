@@ -71,7 +71,11 @@ Deno.test({
   await MeshFixture.run(FIXTURE, async (m) => {
     const { cp } = m;
     const B = m.pod("b");
-    const endpoints = [meshedHttpEndpoint(B.ip, 7001, ID("b")), meshedHttpEndpoint(B.ip, 7002, ID("b"))];
+    // Destination's metric labels of the first endpoint, as the controller sends them for a pod.
+    const endpoints = [
+      { ...meshedHttpEndpoint(B.ip, 7001, ID("b")), metricLabels: { namespace: "default", pod: "b-7001" } },
+      meshedHttpEndpoint(B.ip, 7002, ID("b")),
+    ];
     cp.tables.endpoints.set(WEB, endpoints);
     cp.setOutbound(
       B.ip,
@@ -271,6 +275,16 @@ Deno.test({
         assert.ok(metric(ma, "tcp_open_connections", out) >= 1);
         assert.ok(metric(ma, "tcp_write_bytes_total", out) > 0);
         assert.ok(metric(ma, "tcp_read_bytes_total", out) > 0);
+        assert.ok(
+          metric(ma, "tcp_open_total", {
+            ...out,
+            target_addr: `${B.ip}:7001`,
+            dst_namespace: "default",
+            dst_pod: "b-7001",
+          }) >=
+            1,
+          "the endpoint's Destination labels as dst_*",
+        );
       },
     );
 

@@ -12,6 +12,11 @@ export interface InstrumentOptions<T> {
   registers?: Registry[];
   /** Runs before each scrape, with the instrument as `this`. */
   collect?: (this: T) => void;
+  /**
+   * Label sets may carry labels beyond `labelNames` (e.g. Destination's `dst_*` metric labels),
+   * keyed in the order the caller gives them; callers build each set in a fixed order.
+   */
+  openLabels?: boolean;
 }
 
 abstract class Instrument<T> implements MetricFamily {
@@ -19,6 +24,7 @@ abstract class Instrument<T> implements MetricFamily {
   readonly help: string;
   readonly #labelNames: ReadonlySet<string>;
   readonly #collect: ((this: T) => void) | undefined;
+  readonly #open: boolean;
   /** Key (label values in label-name order) → sample; the labels object keeps its first order. */
   readonly #samples = new Map<string, MetricSample>();
   abstract readonly type: "counter" | "gauge";
@@ -28,6 +34,7 @@ abstract class Instrument<T> implements MetricFamily {
     this.help = o.help;
     this.#labelNames = new Set(o.labelNames ?? []);
     this.#collect = o.collect;
+    this.#open = o.openLabels === true;
     // A series without labels exists from the start (scrapers see 0, not nothing).
     if (this.#labelNames.size === 0) this.#samples.set("", { value: 0, labels: {} });
     for (const r of o.registers ?? []) r.registerMetric(this);
@@ -36,11 +43,14 @@ abstract class Instrument<T> implements MetricFamily {
   #key(labels: LabelValues | undefined): string {
     if (labels === undefined) return "";
     let key = "";
+    let extra = "";
     for (const k in labels) {
-      if (!this.#labelNames.has(k)) throw new Error(`metric ${this.name} has no label "${k}"`);
+      if (this.#labelNames.has(k)) continue;
+      if (!this.#open) throw new Error(`metric ${this.name} has no label "${k}"`);
+      extra += `${k}=${labels[k]}\u0000`;
     }
     for (const k of this.#labelNames) key += `${labels[k] ?? ""}\u0000`;
-    return key;
+    return key + extra;
   }
 
   protected add(labels: LabelValues | undefined, n: number): void {

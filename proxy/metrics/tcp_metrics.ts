@@ -16,6 +16,7 @@ export interface ByteCounts {
   readonly bytesWritten: number;
 }
 
+/** The connection families' labels; outbound endpoint connections add Destination's `dst_*` labels. */
 const CONN_LABELS = [
   "direction",
   "peer",
@@ -108,24 +109,28 @@ export class TcpMetrics {
       name: "tcp_open_total",
       help: "Total count of opened connections",
       labelNames: CONN_LABELS,
+      openLabels: true,
       registers,
     });
     this.closeTotal = new Counter({
       name: "tcp_close_total",
       help: "Total count of closed connections",
       labelNames: [...CONN_LABELS, "errno"],
+      openLabels: true,
       registers,
     });
     this.openConnections = new Gauge({
       name: "tcp_open_connections",
       help: "Number of currently-open connections",
       labelNames: CONN_LABELS,
+      openLabels: true,
       registers,
     });
     this.readBytes = new Counter({
       name: "tcp_read_bytes_total",
       help: "Total count of bytes read from peers",
       labelNames: CONN_LABELS,
+      openLabels: true,
       registers,
       collect: flushAll,
     });
@@ -133,6 +138,7 @@ export class TcpMetrics {
       name: "tcp_write_bytes_total",
       help: "Total count of bytes written to peers",
       labelNames: CONN_LABELS,
+      openLabels: true,
       registers,
       collect: flushAll,
     });

@@ -43,3 +43,27 @@ Deno.test("tcp metrics: a tracked connection's bytes show at each scrape while i
     "nothing after close",
   );
 });
+
+Deno.test("tcp metrics: endpoint connections carry Destination's dst_* labels; unknown labels stay refused elsewhere", async () => {
+  const registry = new Registry();
+  const m = new TcpMetrics(registry);
+  const labels = {
+    direction: "outbound",
+    peer: "dst",
+    tls: "true",
+    server_id: "web.id",
+    target_addr: "10.0.0.2:80",
+    dst_namespace: "ns",
+    dst_pod: "web-1",
+  };
+  const a = m.open(labels);
+  const b = m.open({ ...labels, dst_pod: "web-2" });
+  a.close("ECONNRESET");
+  const text = await registry.metrics();
+  assert.equal(metric(text, "tcp_open_total", { dst_pod: "web-1" }), 1, "one series per dst label set");
+  assert.equal(metric(text, "tcp_open_total", { dst_namespace: "ns" }), 2);
+  assert.equal(metric(text, "tcp_open_connections", { dst_pod: "web-2" }), 1);
+  assert.equal(metric(text, "tcp_close_total", { dst_pod: "web-1", errno: "ECONNRESET" }), 1);
+  b.close(undefined);
+  assert.throws(() => m.authzDeny.inc({ srv_kind: "x", dst_pod: "p" }), /has no label "dst_pod"/);
+});

@@ -21,6 +21,7 @@ import type { Log } from "../../core/log.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { type HttpMetrics, instrumentResponse, type OutboundScope } from "../../metrics/http_metrics.ts";
 import type { TcpMetrics } from "../../metrics/tcp_metrics.ts";
+import { sortedPrefixed } from "../../metrics/http_labels.ts";
 import type { Target } from "../resolve.ts";
 import { connectTcp } from "../../transport/connect.ts";
 import type { MeshTls } from "../../transport/tls.ts";
@@ -73,7 +74,9 @@ export class EndpointClient {
       ? { tls: "true", server_id: target.identity }
       : { tls: "no_identity", no_tls_reason: target.reason };
     this.#scope = deps.metrics.outboundScope({ targetAddr: this.addr, tls, dst: meta?.metricLabels });
+    // As Linkerd's endpoint connection labels: the endpoint's Destination metric labels as dst_*.
     this.#tcpLabels = { direction: "outbound", peer: "dst", ...tls, target_addr: this.addr };
+    sortedPrefixed(this.#tcpLabels, "dst_", meta?.metricLabels);
   }
 
   /** Same wire behaviour as `other` would have (so a discovery update can keep this client). */
