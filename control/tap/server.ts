@@ -24,6 +24,8 @@ export interface TapApiOptions {
   observe: Observe;
   maxSessions?: number;
   queueCapacity?: number;
+  /** An empty line is written after this long without one, so a reader that left is noticed (default 5 s). */
+  heartbeatMs?: number;
   log: (message: string) => void;
 }
 
@@ -44,7 +46,9 @@ export function tapApi(
   o: TapApiOptions,
 ): { handler: (req: Request) => Promise<Response>; active: () => number } {
   let active = 0;
+  let serial = 0;
   const max = o.maxSessions ?? 16;
+  const heartbeatMs = o.heartbeatMs ?? 5000;
   const handler = async (req: Request): Promise<Response> => {
     const url = new URL(req.url);
     if (url.pathname !== TAP_PATH) {
@@ -71,8 +75,8 @@ export function tapApi(
     if (sel.kind === "none") return text(404, sel.message);
     if (active >= max) return text(429, `${active} taps are running, the most this component serves at once`);
     active++;
-    const what = `${tap.target.kind} ${tap.target.namespace}/${tap.target.name}`;
-    o.log(`tap of ${what} started: ${sel.targets.length} pod(s)`);
+    const what = `tap #${++serial} of ${tap.target.kind} ${tap.target.namespace}/${tap.target.name}`;
+    o.log(`${what} started: ${sel.targets.length} pod(s)`);
     const lines = tapSession({
       request: tap,
       targets: sel.targets,
@@ -86,12 +90,28 @@ export function tapApi(
       if (done) return;
       done = true;
       active--;
-      o.log(`tap of ${what} ended`);
+      o.log(`${what} ended`);
     };
+    // A tap whose filters match nothing writes nothing, and a peer that left is only seen on a write (the
+    // API server's proxy and the pod's proxy sit between): an empty line after `heartbeatMs` of silence
+    // (NDJSON readers skip it) makes a departed reader end the tap within a few seconds.
+    let pending: Promise<IteratorResult<TapLine>> | undefined;
+    const HEARTBEAT = Symbol("heartbeat");
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         try {
-          const r = await lines.next();
+          pending ??= lines.next();
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          const r = await Promise.race([
+            pending,
+            new Promise<typeof HEARTBEAT>((res) => timer = setTimeout(() => res(HEARTBEAT), heartbeatMs)),
+          ]);
+          clearTimeout(timer);
+          if (r === HEARTBEAT) {
+            controller.enqueue(enc.encode("\n"));
+            return;
+          }
+          pending = undefined;
           if (r.done) {
             release();
             controller.close();

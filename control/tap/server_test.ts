@@ -18,7 +18,7 @@ const pods: PodLike[] = [{
 async function withServer(
   observe: ReturnType<typeof fakeObserve>,
   fn: (url: string, api: ReturnType<typeof tapApi>) => Promise<void>,
-  opts: { maxSessions?: number; ready?: boolean } = {},
+  opts: { maxSessions?: number; ready?: boolean; heartbeatMs?: number } = {},
 ) {
   const api = tapApi({
     pods: () => pods,
@@ -26,6 +26,7 @@ async function withServer(
     controlPlaneNamespace: "weft",
     observe,
     maxSessions: opts.maxSessions,
+    heartbeatMs: opts.heartbeatMs,
     log: () => {},
   });
   const ac = new AbortController();
@@ -105,6 +106,20 @@ Deno.test("the reader disconnecting cancels the pods' streams and frees the sess
     assert.equal(api.active(), 0);
     assert.ok(observe.aborted.has("web-1-a"));
   }, { maxSessions: 1 });
+});
+
+Deno.test("a tap that matches nothing writes an empty line after each quiet heartbeat", async () => {
+  await withServer(fakeObserve({}), async (url) => {
+    const reader = new AbortController();
+    const r = await post(url, { namespace: "a", resource: "deploy/web" }, reader.signal);
+    const rd = r.body!.getReader();
+    const t0 = Date.now();
+    const first = await rd.read();
+    assert.equal(new TextDecoder().decode(first.value), "\n");
+    assert.ok(Date.now() - t0 >= 40, "not before the heartbeat interval");
+    reader.abort();
+    await rd.cancel().catch(() => {});
+  }, { heartbeatMs: 50 });
 });
 
 Deno.test("503 until the pod cache has synced", async () => {

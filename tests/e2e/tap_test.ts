@@ -165,10 +165,22 @@ Deno.test({
         await t.step(
           "tap deploy/client -o wide: outbound lines as Linkerd prints them, with the server's identity",
           async () => {
-            const r = await weftTap(["deploy/client", "-n", ns, "--limit", "3", "-o", "wide"]);
+            // --to keeps the client's requests to the server (the kubelet probes the client's proxy too).
+            const r = await weftTap([
+              "deploy/client",
+              "-n",
+              ns,
+              "--to",
+              "deploy/server",
+              "--limit",
+              "3",
+              "-o",
+              "wide",
+            ]);
             assert.equal(r.code, 0, r.stderr);
             const lines = r.stdout.trim().split("\n");
             assert.equal(lines.length, 9, r.stdout);
+            console.log(`tap deploy/client -o wide, first request:\n${lines.slice(0, 3).join("\n")}`);
             // weft's outbound events carry no client port: the pod's address is shown.
             const src = `${client.status.podIP.replaceAll(".", "\\.")}(:\\d+)?`;
             for (const l of lines) {
@@ -198,12 +210,19 @@ Deno.test({
         );
 
         await t.step("--path selects requests; a pod dialled by IP answers 404 over mTLS", async () => {
-          const tap = weftTap(["deploy/server", "-n", ns, "--path", "/nope", "--limit", "3", "-o", "json"]);
-          await sleep(3000); // the tap is open on the proxy before the requests go
-          const answers = await fetchFrom(client.status.podIP, `${serverIp}:${CONTROL_PORT}`, 3, 3000, 200, {
-            path: "/nope",
-          });
-          assert.deepEqual(answers.map((a) => a.status), [404, 404, 404]);
+          let finished = false;
+          const tap = weftTap(["deploy/server", "-n", ns, "--path", "/nope", "--limit", "3", "-o", "json"])
+            .finally(() => finished = true);
+          // The CLI takes a moment to start and open the pods' taps: requests go until the tap has seen 3.
+          const statuses: (number | undefined)[] = [];
+          for (let i = 0; i < 60 && !finished; i++) {
+            const [a] = await fetchFrom(client.status.podIP, `${serverIp}:${CONTROL_PORT}`, 1, 3000, 0, {
+              path: "/nope",
+            });
+            statuses.push(a.status);
+            await sleep(500);
+          }
+          assert.ok(statuses.every((s) => s === 404), JSON.stringify(statuses));
           const r = await tap;
           assert.equal(r.code, 0, r.stderr);
           const evs = events(r.stdout);
@@ -214,6 +233,63 @@ Deno.test({
             if (e.http.kind === "response") assert.equal(e.http.status, 404);
           }
         });
+
+        await t.step(
+          "without --limit the tap runs until Ctrl-C, which ends it in the component too",
+          async () => {
+            const authority = `server.${ns}.svc.cluster.local:80`;
+            const child = new Deno.Command(Deno.execPath(), {
+              args: [
+                "run",
+                "-A",
+                CLI,
+                "tap",
+                "deploy/server",
+                "-n",
+                ns,
+                "--authority",
+                authority,
+                "-o",
+                "json",
+              ],
+              env: { KUBECONFIG },
+              stdout: "piped",
+              stderr: "piped",
+            }).spawn();
+            const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+            let seen = "";
+            const deadline = Date.now() + 60_000;
+            while ((seen.match(/"kind":"end"/g) ?? []).length < 20 && Date.now() < deadline) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              seen += value;
+            }
+            const logOf = () => kc(["-n", "weft", "logs", "deploy/weft-tap", "-c", "tap", "--since=5m"]);
+            const started = new RegExp(`tap #(\\d+) of deployment ${ns}/server started`, "g");
+            const mine = [...(await logOf()).matchAll(started)].at(-1)?.[1];
+            assert.ok(mine, "the component logged the tap's start");
+            const t0 = Date.now();
+            child.kill("SIGINT");
+            const status = await child.status;
+            const stopMs = Date.now() - t0;
+            await reader.cancel().catch(() => {});
+            const stderr = await new Response(child.stderr).text();
+            assert.ok(
+              (seen.match(/"kind":"end"/g) ?? []).length >= 20,
+              `20 requests before Ctrl-C: ${stderr}`,
+            );
+            assert.equal(status.code, 0, stderr);
+            assert.ok(stopMs < 5000, `exit ${stopMs} ms after SIGINT`);
+            console.log(`tap without --limit: exit ${stopMs} ms after SIGINT`);
+            // The component ends the tap (and cancels the pods' streams) once it sees the reader gone.
+            await waitFor(
+              `the component to end tap #${mine}`,
+              async () => (await logOf()).includes(`tap #${mine} of deployment ${ns}/server ended`),
+              { timeoutMs: 20_000 },
+            );
+            console.log(`tap without --limit: ended in the component ${Date.now() - t0} ms after SIGINT`);
+          },
+        );
 
         await t.step("a resource without pods is a clear error", async () => {
           const r = await weftTap(["deploy/nope", "-n", ns, "--limit", "1"]);
