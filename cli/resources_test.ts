@@ -98,7 +98,9 @@ Deno.test({
     }]);
     try {
       // Busy for ~40% of each 100 ms for 8 s; what the kernel actually gave us (a shared machine may give
-      // less) is measured alongside from /proc, and the store's figures are judged against that.
+      // less) is measured alongside from /proc, and the store's figures are judged against that. Loose bounds:
+      // rate() over a few 1 s scrapes extrapolates only half an interval past the samples, so on a loaded
+      // machine (slow scrapes) it can read well under the true rate.
       const cpuNow = async () => parseProcStat(await Deno.readTextFile("/proc/self/stat")).cpuSeconds;
       const c0 = await cpuNow();
       const t0 = performance.now();
@@ -118,8 +120,8 @@ Deno.test({
       assert.equal(u.workload, "deploy/web");
       const figures = `peak ${u.cpu_peak_cores}, avg ${u.cpu_avg_cores}, measured ${measured} cores`;
       assert.ok(measured > 0.02, figures);
-      assert.ok(u.cpu_peak_cores >= measured * 0.7 && u.cpu_peak_cores < 2, figures);
-      assert.ok(u.cpu_avg_cores > measured * 0.3 && u.cpu_avg_cores <= u.cpu_peak_cores, figures);
+      assert.ok(u.cpu_peak_cores >= measured * 0.5 && u.cpu_peak_cores < 2, figures);
+      assert.ok(u.cpu_avg_cores > measured * 0.2 && u.cpu_avg_cores <= u.cpu_peak_cores, figures);
       const rss = Deno.memoryUsage().rss;
       assert.ok(
         u.memory_peak_bytes > rss / 3 && u.memory_peak_bytes < rss * 3,

@@ -20,7 +20,7 @@ const LOAD_ID = "web-load.demo.serviceaccount.identity.weft.cluster.local";
 const ref = (kind: string, name: string) => ({ group: "policy.linkerd.io", kind, name });
 
 Deno.test({
-  name: "stat against a real Prometheus: success rate and RPS of a 90%-successful 20 rps stream, both sides",
+  name: "stat against a real Prometheus: success rate and RPS of a 90%-successful ~20 rps stream, both sides",
   ignore: prometheusBinary() === undefined,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -58,10 +58,14 @@ Deno.test({
         rec.end(undefined);
       }
     };
-    // 20 requests a second, every tenth failing with 500.
+    // 20 requests a second, every tenth failing with 500; the rate actually achieved (a loaded machine may
+    // fire the timer late) is what the figures are judged against.
+    const started = performance.now();
     const timer = setInterval(() => one(++sent % 10 === 0 ? 500 : 200), 50);
     try {
       await new Promise((r) => setTimeout(r, 14_000));
+      const rate = sent / ((performance.now() - started) / 1000);
+      const near = (rps: number | null) => rps !== null && Math.abs(rps - rate) <= 0.15 * rate;
       const p = new UrlPrometheus(prom.url);
       const ctx = recordingContext();
       const windowS = 10;
@@ -83,7 +87,7 @@ Deno.test({
       const inb = await check("inbound", "deploy");
       const web = inb.row(`${NS}/web`);
       assert.ok(Math.abs(web.success! - 0.9) < 0.03, `inbound success ${web.success}`);
-      assert.ok(Math.abs(web.rps! - 20) < 3, `inbound rps ${web.rps}`);
+      assert.ok(near(web.rps), `inbound rps ${web.rps} vs ${rate} sent`);
       assert.ok(web.latency_ms_p50! <= 1, `p50 ${web.latency_ms_p50}`);
       assert.equal(web.tls_share, 1);
       assert.equal(inb.figures.get(`${NS}/web-load`), undefined, "the load client serves nothing");
@@ -91,14 +95,14 @@ Deno.test({
       const to = await check("to", "deploy/web-load", { to: "deploy/web" });
       const load = to.row(`${NS}/web-load`);
       assert.ok(Math.abs(load.success! - 0.9) < 0.03, `outbound success ${load.success}`);
-      assert.ok(Math.abs(load.rps! - 20) < 3, `outbound rps ${load.rps}`);
+      assert.ok(near(load.rps), `outbound rps ${load.rps} vs ${rate} sent`);
       // --from: the destination's rows, seen from the client.
       const from = await check("from", "deploy", { from: "deploy/web-load" });
       assert.deepEqual([...from.figures.keys()], [`${NS}/web`]);
       // Services: from the clients' side, by dst_service.
       const svc = await check("svc", "svc/web");
       const row = svc.row(`${NS}/web`);
-      assert.ok(Math.abs(row.rps! - 20) < 3, `svc rps ${row.rps}`);
+      assert.ok(near(row.rps), `svc rps ${row.rps} vs ${rate} sent`);
       assert.ok(sent > 200, `sent ${sent}`);
     } finally {
       clearInterval(timer);
