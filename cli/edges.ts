@@ -49,13 +49,17 @@ export function edgeQueries(kind: Kind, window: string): Record<EdgeQuery, strin
   ]);
   const inBy = by(["namespace", l, "client_id", "tls", "no_tls_reason"]);
   const o = selector(out), i = selector(inb);
+  // The connection families: only the proxy's side towards the peer (Linkerd's `peer="dst"` outbound and
+  // `peer="src"` inbound), never the loopback leg between the app and its own proxy.
+  const oTcp = selector([...out, { label: "peer", value: "dst" }]);
+  const iTcp = selector([...inb, { label: "peer", value: "src" }]);
   return {
     outHttp: `sum(increase(request_total${o}[${window}])) by ${outBy}`,
-    outTcpOpen: `sum(max_over_time(tcp_open_connections${o}[${window}])) by ${outBy}`,
-    outTcpNew: `sum(increase(tcp_open_total${o}[${window}])) by ${outBy}`,
+    outTcpOpen: `sum(max_over_time(tcp_open_connections${oTcp}[${window}])) by ${outBy}`,
+    outTcpNew: `sum(increase(tcp_open_total${oTcp}[${window}])) by ${outBy}`,
     inHttp: `sum(increase(request_total${i}[${window}])) by ${inBy}`,
-    inTcpOpen: `sum(max_over_time(tcp_open_connections${i}[${window}])) by ${inBy}`,
-    inTcpNew: `sum(increase(tcp_open_total${i}[${window}])) by ${inBy}`,
+    inTcpOpen: `sum(max_over_time(tcp_open_connections${iTcp}[${window}])) by ${inBy}`,
+    inTcpNew: `sum(increase(tcp_open_total${iTcp}[${window}])) by ${inBy}`,
   };
 }
 

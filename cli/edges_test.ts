@@ -39,9 +39,10 @@ Deno.test("edges: queries read both sides, grouped by the labels that name an ed
   );
   assert.equal(
     q.inTcpOpen,
-    'sum(max_over_time(tcp_open_connections{direction="inbound", deployment!=""}[1m])) by (namespace, ' +
+    'sum(max_over_time(tcp_open_connections{direction="inbound", deployment!="", peer="src"}[1m])) by (namespace, ' +
       "deployment, client_id, tls, no_tls_reason)",
   );
+  assert.match(q.outTcpNew, /tcp_open_total\{direction="outbound", deployment!="", peer="dst"\}/);
   assert.deepEqual(parseIdentity(id("web")), { serviceAccount: "web", namespace: "demo" });
   assert.equal(parseIdentity("spiffe://x"), undefined);
 });
