@@ -4,7 +4,8 @@
  *
  *   POST /apis/tap   body: the tap request (request.ts)   → 200 application/x-ndjson, one TapLine per line
  *
- * Bad requests get a 4xx whose text names what is wrong; a tap of a resource without tappable pods is a
+ * A request from a meshed pod (one that carries `l5d-client-id`) is refused with 403: taps must come through the
+ * API server, whose caller RBAC authorized. Bad requests get a 4xx whose text names what is wrong; a tap of a resource without tappable pods is a
  * 404 naming why. At most `maxSessions` taps run at once (429 beyond). The stream ends with the tap
  * (limit, pods ended) or when the reader disconnects, which cancels every Observe stream.
  */
@@ -14,6 +15,8 @@ import { type Observe, tapSession } from "./session.ts";
 import { type PodLike, selectTargets } from "./targets.ts";
 
 export const TAP_PATH = "/apis/tap";
+/** Set by this pod's proxy to the mTLS identity of a meshed caller (Linkerd's header). */
+const CLIENT_ID_HEADER = "l5d-client-id";
 const MAX_BODY_BYTES = 16 * 1024;
 
 export interface TapApiOptions {
@@ -55,6 +58,15 @@ export function tapApi(
       return text(404, `not found: ${url.pathname} (the tap API is POST ${TAP_PATH})`);
     }
     if (req.method !== "POST") return text(405, `${req.method} ${TAP_PATH}: use POST`);
+    // The API server is not meshed; a meshed pod is (its proxy's l5d-client-id cannot be forged: the pod's
+    // proxy strips what a client sends). Only requests through the API server carry the caller's RBAC.
+    const meshedCaller = req.headers.get(CLIENT_ID_HEADER);
+    if (meshedCaller) {
+      return text(
+        403,
+        `the tap API answers the Kubernetes API server's service proxy only, not ${meshedCaller}: use weft tap`,
+      );
+    }
     let tap;
     try {
       const body = await readBody(req);

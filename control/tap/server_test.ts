@@ -49,7 +49,7 @@ const post = (url: string, body: unknown, signal?: AbortSignal) =>
     signal,
   });
 
-Deno.test("bad requests get a 4xx naming what is wrong; the server keeps serving", async () => {
+Deno.test("bad requests get a 4xx naming what is wrong, meshed callers a 403; the server keeps serving", async () => {
   await withServer(fakeObserve({}), async (url) => {
     const cases: [unknown, number, RegExp][] = [
       ["{not json", 400, /bad tap request: the body is not JSON/],
@@ -63,6 +63,13 @@ Deno.test("bad requests get a 4xx naming what is wrong; the server keeps serving
       assert.equal(r.status, status, String(body).slice(0, 40));
       assert.match(await r.text(), re);
     }
+    const meshed = await fetch(`${url}${TAP_PATH}`, {
+      method: "POST",
+      headers: { "l5d-client-id": "x.a.serviceaccount.identity.weft.cluster.local" },
+      body: JSON.stringify({ namespace: "a", resource: "deploy/web" }),
+    });
+    assert.equal(meshed.status, 403);
+    assert.match(await meshed.text(), /service proxy only, not x\.a\.serviceaccount/);
     const get = await fetch(`${url}${TAP_PATH}`);
     assert.equal(get.status, 405);
     await get.body?.cancel();

@@ -297,6 +297,24 @@ Deno.test({
           assert.match(r.stderr, new RegExp(`no pods found for deployment ${ns}/nope`));
         });
 
+        await t.step(
+          "a meshed pod calling the tap API directly (not through the API server) is refused",
+          async () => {
+            const [a] = await fetchFrom(
+              client.status.podIP,
+              "weft-tap.weft.svc.cluster.local:8089",
+              1,
+              5000,
+              0,
+              {
+                method: "POST",
+                path: "/apis/tap",
+              },
+            );
+            assert.equal(a.status, 403, JSON.stringify(a));
+          },
+        );
+
         await t.step("a meshed pod with another identity calling the tap port is refused", async () => {
           await apply(ns, observeJob("intruder", "intruder-sa", `${serverIp}:4190`));
           await waitFor("the intruder Job to finish", async () => {
