@@ -30,6 +30,9 @@ export interface ConcreteDeps extends EndpointClientDeps {
   rng?: Rng;
 }
 
+/** How long a pod address's first request waits for its endpoint profile (as the outbound listener waits). */
+const PROFILE_WAIT_MS = 1000;
+
 /** Endpoints that were removed stay open this long for requests already on them. */
 const RETIRE_GRACE_MS = 10_000;
 
@@ -51,6 +54,7 @@ export class BackendState {
   /** A forward without mesh metadata: the address's endpoint profile (GetProfile of `ip:port`). */
   readonly #profile: WatchHandle<ProfileView> | undefined;
   #syncedProfile: unknown = undefined;
+  #waitedProfile = false;
   readonly #clock: Clock;
   #synced: unknown = null;
   #clients = new Map<string, EndpointClient>();
@@ -150,6 +154,14 @@ export class BackendState {
     if (!this.#waited && h && h.current().state === undefined) {
       this.#waited = true;
       await h.ready(this.#deps.discoveryTimeoutMs);
+      this.#sync();
+    }
+    // A pod address's first request waits (once, briefly) for its endpoint profile, so it is not sent in
+    // plaintext to a peer that requires mesh TLS (a proxy's tap port) just because the profile was late.
+    const p = this.#profile;
+    if (!this.#waitedProfile && p && p.current().state === undefined) {
+      this.#waitedProfile = true;
+      await p.ready(Math.min(this.#deps.discoveryTimeoutMs, PROFILE_WAIT_MS));
       this.#sync();
     }
     const clock = this.#clock;
