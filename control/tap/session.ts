@@ -76,7 +76,9 @@ export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
   };
   o.signal.addEventListener("abort", onAbort, { once: true });
 
-  let tokens = req.maxRps;
+  // A bucket holds at least one request, so a rate below 1/s (e.g. 0.5) admits one every 2 s.
+  const burst = Math.max(1, req.maxRps);
+  let tokens = burst;
   let refilled = now();
   let started = 0;
   let dropped = 0;
@@ -98,7 +100,7 @@ export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
     if (e.http.kind === "request") {
       if (limitReached()) return;
       const t = now();
-      tokens = Math.min(req.maxRps, tokens + ((t - refilled) / 1000) * req.maxRps);
+      tokens = Math.min(burst, tokens + ((t - refilled) / 1000) * req.maxRps);
       refilled = t;
       if (tokens < 1) return;
       if (!queue.push({ event: e })) {

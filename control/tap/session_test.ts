@@ -90,6 +90,15 @@ Deno.test("max RPS admits at most that many requests per second; a full queue dr
     now: () => t, // the clock does not move: only the first bucket's 5 tokens
   }));
   assert.equal(lines.filter((l) => "event" in l && l.event.http.kind === "request").length, 5);
+  // Below one per second: one request, then the next only after the bucket refilled.
+  const slowRate = await collect(tapSession({
+    request: parseTapRequest({ resource: "ns", maxRps: 0.5 }),
+    targets: [targets[0]],
+    observe: fakeObserve({ p1: many }, { end: true }),
+    signal: new AbortController().signal,
+    now: () => t,
+  }));
+  assert.equal(slowRate.filter((l) => "event" in l && l.event.http.kind === "request").length, 1);
   t = 0;
   // A reader that does not read: a 4-line queue keeps the first request's lines and drops what does not fit.
   const slow = tapSession({
