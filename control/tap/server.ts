@@ -39,8 +39,26 @@ function text(status: number, message: string): Response {
 async function readBody(req: Request): Promise<string> {
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) throw new TapRequestError(`body larger than ${MAX_BODY_BYTES} bytes`);
-  const buf = new Uint8Array(await req.arrayBuffer());
-  if (buf.length > MAX_BODY_BYTES) throw new TapRequestError(`body larger than ${MAX_BODY_BYTES} bytes`);
+  // Read chunk by chunk: a chunked body without a length is cut off at the cap, never buffered whole.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = req.body?.getReader();
+  while (reader) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {});
+      throw new TapRequestError(`body larger than ${MAX_BODY_BYTES} bytes`);
+    }
+    chunks.push(value);
+  }
+  const buf = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    buf.set(c, off);
+    off += c.length;
+  }
   return new TextDecoder().decode(buf);
 }
 

@@ -63,6 +63,13 @@ Deno.test("bad requests get a 4xx naming what is wrong, meshed callers a 403; th
       assert.equal(r.status, status, String(body).slice(0, 40));
       assert.match(await r.text(), re);
     }
+    // A body streamed without a length is cut off at the cap.
+    const endless = new ReadableStream<Uint8Array>({
+      pull: (c) => c.enqueue(new Uint8Array(4096).fill(32)),
+    });
+    const chunked = await fetch(`${url}${TAP_PATH}`, { method: "POST", body: endless });
+    assert.equal(chunked.status, 400);
+    assert.match(await chunked.text(), /body larger than 16384 bytes/);
     const meshed = await fetch(`${url}${TAP_PATH}`, {
       method: "POST",
       headers: { "l5d-client-id": "x.a.serviceaccount.identity.weft.cluster.local" },
