@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { cpuUsage } from "node:process";
 import { parseMaxFds, parseProcStat, registerProcessMetrics } from "./process_metrics.ts";
 import { Registry } from "./registry.ts";
 
@@ -49,12 +50,23 @@ Deno.test("process metrics: this process's real /proc figures are plausible", as
   const registry = new Registry();
   registerProcessMetrics(registry);
   const before = Number(/^process_cpu_seconds_total (\S+)$/m.exec(await registry.metrics())![1]);
+  // Spin until getrusage (node's cpuUsage, a source independent of /proc) says 200 ms of CPU went by:
+  // a wall-clock loop gets far less CPU on a loaded machine.
+  const u0 = cpuUsage();
   const t = performance.now();
   let x = 0;
-  while (performance.now() - t < 300) x += Math.sqrt(x + 1);
+  const spent = () => {
+    const u = cpuUsage(u0);
+    return (u.user + u.system) / 1e6;
+  };
+  while (spent() < 0.2 && performance.now() - t < 10_000) x += Math.sqrt(x + 1);
+  const used = spent();
   const text = await registry.metrics();
   const after = Number(/^process_cpu_seconds_total (\S+)$/m.exec(text)![1]);
-  assert.ok(after - before >= 0.1, `300 ms of busy loop counted ${after - before} s of CPU`);
+  assert.ok(
+    after - before >= used * 0.5 && after - before <= used * 2 + 0.1,
+    `a loop of ${used} s of CPU (getrusage) counted ${after - before} s`,
+  );
   const rss = Number(/^process_resident_memory_bytes (\S+)$/m.exec(text)![1]);
   assert.ok(rss > 10 * 1024 * 1024 && rss < 4 * 1024 ** 3, `rss ${rss}`);
   assert.ok(Number(/^process_open_fds (\S+)$/m.exec(text)![1]) >= 3);
