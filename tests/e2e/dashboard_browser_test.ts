@@ -1,0 +1,231 @@
+// Cluster e2e: the dashboard in a real headless Chromium (Debian's package) against the local cluster with the demo
+// running, reached through a port-forward as `weft dashboard` does. Each page is loaded at 1280×800 and at a narrow
+// 400×800 window and judged on its rendered DOM: the demo's services with non-zero RPS, the demo's edges on the
+// topology, tap rows arriving, the workload page's charts drawn, deep links, keyboard focus and dark mode.
+// Screenshots (PNG) go to $WEFT_ARTIFACTS, else a temporary directory; the test prints where.
+import assert from "node:assert/strict";
+import { type BrowserSession, launchBrowser, type Page, pageEval, waitForExpr } from "./lib/browser.ts";
+import {
+  DEMO_EDGES,
+  DEMO_NS,
+  DEMO_SERVICES,
+  demoNotRunning,
+  openDashboard,
+  Pages,
+  Sel,
+} from "./lib/dashboard.ts";
+import { requireMesh } from "./lib/kube.ts";
+import type { PortForward } from "./lib/port_forward.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const VIEWPORTS = [{ name: "wide", width: 1280, height: 800 }, { name: "narrow", width: 400, height: 800 }];
+/** The dashboard refreshes from Prometheus; RPS needs a couple of scrapes after a page opens. */
+const DATA_MS = 30_000;
+
+/** `value` names the demo deployment `name` whatever the page's id form ("web", "weft-demo/web", "deployment/web"). */
+const NAMES_EXPR = `((v, name) => v === name || v.endsWith('/' + name))`;
+
+async function artefactDir(): Promise<string> {
+  const fromEnv = Deno.env.get("WEFT_ARTIFACTS");
+  const dir = fromEnv ? `${fromEnv}/dashboard` : await Deno.makeTempDir({ prefix: "weft-dashboard-shots-" });
+  await Deno.mkdir(dir, { recursive: true });
+  return dir;
+}
+
+async function open(page: Page, base: string, path: string): Promise<void> {
+  const res = await page.goto(base + path, { waitUntil: "domcontentloaded", timeout: 20_000 });
+  assert.ok(res, `no response for ${path}`);
+  assert.equal(res.status(), 200, `${path}: HTTP ${res.status()}`);
+}
+
+async function shot(page: Page, dir: string, name: string): Promise<void> {
+  await page.screenshot({ path: `${dir}/${name}.png`, fullPage: false });
+}
+
+/** Page-side errors (uncaught exceptions, CSP refusals logged as console errors) fail the test. */
+function collectErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(`pageerror: ${e instanceof Error ? e.message : String(e)}`));
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console: ${m.text()}`);
+  });
+  return errors;
+}
+
+Deno.test({
+  name: "dashboard in headless Chromium: pages, data, deep links, keyboard, dark mode, narrow window",
+  ...opts,
+  async fn(t) {
+    await requireMesh();
+    const missing = await demoNotRunning();
+    assert.deepEqual(missing, [], `the demo is not running in ${DEMO_NS} (run \`deno task demo\`)`);
+    const dir = await artefactDir();
+    console.log(`dashboard screenshots: ${dir}`);
+
+    const abort = AbortSignal.timeout(300_000);
+    let pf: PortForward | undefined;
+    let session: BrowserSession | undefined;
+    try {
+      pf = await openDashboard(abort);
+      session = await launchBrowser({ signal: abort });
+      const base = pf.url;
+      const browser = session.browser;
+
+      for (const vp of VIEWPORTS) {
+        const page = await browser.newPage();
+        const errors = collectErrors(page);
+        await page.setViewport({ width: vp.width, height: vp.height });
+
+        await t.step(`${vp.name}: overview lists ${DEMO_SERVICES.join(", ")} with non-zero RPS`, async () => {
+          await open(page, base, Pages.overview);
+          const want = JSON.stringify(DEMO_SERVICES);
+          await waitForExpr(
+            page,
+            `${want}.every((n) => [...document.querySelectorAll('${Sel.serviceRow}')].some((r) =>
+               ${NAMES_EXPR}(r.dataset.name || '', n) && Number(r.dataset.rps) > 0))`,
+            DATA_MS,
+            `service rows for ${want} with data-rps > 0`,
+          );
+          const rows = await pageEval<{ name: string; rps: number; visible: boolean }[]>(
+            page,
+            `[...document.querySelectorAll('${Sel.serviceRow}')].map((r) => ({ name: r.dataset.name,
+               rps: Number(r.dataset.rps), visible: r.getClientRects().length > 0 }))`,
+          );
+          for (const n of DEMO_SERVICES) {
+            const row = rows.find((r) => r.name === n || r.name.endsWith(`/${n}`));
+            assert.ok(row?.visible, `${n}'s row is not rendered visibly: ${JSON.stringify(rows)}`);
+          }
+          await shot(page, dir, `overview-${vp.name}`);
+        });
+
+        await t.step(`${vp.name}: topology draws the demo's edges`, async () => {
+          await open(page, base, Pages.topology);
+          const want = JSON.stringify(DEMO_EDGES);
+          await waitForExpr(
+            page,
+            `${want}.every(([f, to]) => [...document.querySelectorAll('${Sel.edge}')].some((e) =>
+               ${NAMES_EXPR}(e.dataset.from || '', f) && ${NAMES_EXPR}(e.dataset.to || '', to) &&
+               Number(e.dataset.rps) > 0))`,
+            DATA_MS,
+            `edges ${want} with data-rps > 0`,
+          );
+          const edges = await pageEval<{ from: string; to: string; mtls: string; drawn: boolean }[]>(
+            page,
+            `[...document.querySelectorAll('${Sel.edge}')].map((e) => ({ from: e.dataset.from, to: e.dataset.to,
+               mtls: e.dataset.mtls, drawn: e.getBoundingClientRect().width + e.getBoundingClientRect().height > 0 }))`,
+          );
+          for (const [from, to] of DEMO_EDGES) {
+            const e = edges.find((x) =>
+              (x.from === from || x.from.endsWith(`/${from}`)) && (x.to === to || x.to.endsWith(`/${to}`))
+            );
+            assert.ok(e?.drawn, `edge ${from} → ${to} has no drawn shape: ${JSON.stringify(edges)}`);
+            // The demo is meshed end to end: every one of its edges is mTLS.
+            assert.equal(e.mtls, "true", `edge ${from} → ${to} is not marked mTLS: ${JSON.stringify(e)}`);
+          }
+          const nodes = await pageEval<number>(page, `document.querySelectorAll('${Sel.node}').length`);
+          assert.ok(nodes >= 5, `only ${nodes} nodes drawn for the demo's 5 workloads`);
+          await shot(page, dir, `topology-${vp.name}`);
+        });
+
+        await t.step(`${vp.name}: the tap table receives rows within a few seconds`, async () => {
+          await open(page, base, Pages.tap);
+          const t0 = Date.now();
+          await waitForExpr(
+            page,
+            `document.querySelectorAll('${Sel.tapRow}').length >= 3`,
+            15_000,
+            "3 tap rows",
+          );
+          console.log(`  tap: 3 rows after ${Date.now() - t0} ms`);
+          await shot(page, dir, `tap-${vp.name}`);
+        });
+
+        await t.step(`${vp.name}: a deep link opens the workload page with its charts drawn`, async () => {
+          // Loaded directly, not navigated to: the shell must route the URL it was opened at.
+          await open(page, base, Pages.workload("web"));
+          await waitForExpr(
+            page,
+            `(() => { const paths = [...document.querySelectorAll('${Sel.chart} path')]
+               .filter((p) => ((p.getAttribute('d') || '').match(/[ML]/g) || []).length >= 2);
+               return paths.length >= 2; })()`,
+            DATA_MS,
+            "at least 2 chart paths with 2 or more points",
+          );
+          const view = await pageEval<{ path: string; text: string }>(
+            page,
+            `({ path: location.pathname, text: (document.querySelector('main') || document.body).innerText })`,
+          );
+          assert.equal(view.path, Pages.workload("web"), "the shell rewrote the deep link");
+          assert.match(view.text, /\bweb\b/, "the workload page does not name the workload");
+          await shot(page, dir, `workload-${vp.name}`);
+        });
+
+        await t.step(`${vp.name}: no horizontal scrolling of the page`, async () => {
+          await open(page, base, Pages.overview);
+          await waitForExpr(page, `document.querySelector('${Sel.serviceRow}')`, DATA_MS, "a service row");
+          const w = await pageEval<number>(page, `document.documentElement.scrollWidth`);
+          assert.ok(w <= vp.width + 1, `the page is ${w} px wide in a ${vp.width} px window`);
+        });
+
+        assert.deepEqual(errors, [], `errors in the page at ${vp.name}`);
+        await page.close();
+      }
+
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1280, height: 800 });
+
+      await t.step("keyboard: Tab reaches the nav links and the focus is visible", async () => {
+        await open(page, base, Pages.overview);
+        await waitForExpr(page, `document.querySelector('${Sel.navLink}')`, 10_000, "nav links");
+        const navCount = await pageEval<number>(page, `document.querySelectorAll('${Sel.navLink}').length`);
+        const reached = new Set<string>();
+        for (let i = 0; i < 30 && reached.size < navCount; i++) {
+          await page.keyboard.press("Tab");
+          const f = await pageEval<{ nav: boolean; href: string; visible: boolean }>(
+            page,
+            `(() => { const a = document.activeElement; const s = getComputedStyle(a);
+               return { nav: !!a.closest('nav') && a.matches('a'), href: a.getAttribute('href') || '',
+                 visible: a.matches(':focus-visible') &&
+                   ((s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) || s.boxShadow !== 'none') }; })()`,
+          );
+          if (!f.nav) continue;
+          assert.ok(f.visible, `focus on nav link ${f.href} is not visible (no outline or shadow)`);
+          reached.add(f.href);
+        }
+        assert.equal(reached.size, navCount, `Tab reached ${[...reached]} of ${navCount} nav links`);
+        await page.keyboard.press("Enter");
+        await shot(page, dir, "keyboard-focus");
+      });
+
+      await t.step("dark mode: prefers-color-scheme: dark darkens the background", async () => {
+        const luminance = async (scheme: "light" | "dark") => {
+          await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
+          await open(page, base, Pages.overview);
+          await waitForExpr(page, `document.querySelector('${Sel.serviceRow}')`, DATA_MS, "a service row");
+          await shot(page, dir, `overview-${scheme}`);
+          const rgb = await pageEval<number[]>(
+            page,
+            `(() => { let c;
+               // The first of main, body, html with a painted background.
+               for (const e of [document.querySelector('main'), document.body, document.documentElement]) {
+                 if (!e) continue; c = getComputedStyle(e).backgroundColor;
+                 if (c && c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') break; }
+               return (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number); })()`,
+          );
+          assert.equal(rgb.length, 3, `no background colour in ${scheme} mode`);
+          return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
+        };
+        const light = await luminance("light");
+        const dark = await luminance("dark");
+        assert.ok(
+          dark < light - 50,
+          `background luminance light ${light.toFixed(0)}, dark ${dark.toFixed(0)}`,
+        );
+      });
+      await page.close();
+    } finally {
+      await session?.close();
+      await pf?.close();
+    }
+  },
+});

@@ -1,0 +1,69 @@
+/**
+ * What the dashboard's browser test and paint benchmark share: how the dashboard is reached (a port-forward to the
+ * weft-dashboard Service, as `weft dashboard` does — the API server's service proxy would send its own Host,
+ * which the dashboard refuses with 421), the demo it is looked at with, and the DOM hooks (`data-test`
+ * attributes) its pages expose.
+ */
+import { Ports } from "../../../proto/ports.ts";
+import { CONTROL_PLANE_NS, type Json, kjson } from "./kube.ts";
+import { type PortForward, portForward } from "./port_forward.ts";
+
+export const DASHBOARD_SERVICE = "weft-dashboard";
+export const DEMO_NS = "weft-demo";
+/** The demo's request-serving services (tcp carries no requests). */
+export const DEMO_SERVICES = ["web", "api", "grpc"] as const;
+/** Who calls whom in the demo (manifests/examples/demo), as deployments. */
+export const DEMO_EDGES: readonly [string, string][] = [
+  ["web-load", "web"],
+  ["web", "api"],
+  ["grpc-load", "grpc"],
+];
+
+/** The pages' data hooks, in one place so the test and the benchmark agree with control/dashboard/assets. */
+export const Sel = {
+  serviceRow: `[data-test="service-row"]`,
+  node: `[data-test="node"]`,
+  edge: `[data-test="edge"]`,
+  tapRow: `[data-test="tap-row"]`,
+  chart: `[data-test="chart"]`,
+  navLink: `nav a`,
+} as const;
+
+export const Pages = {
+  overview: "/overview",
+  workloads: `/workloads?ns=${DEMO_NS}`,
+  topology: `/topology?ns=${DEMO_NS}`,
+  tap: `/tap?ns=${DEMO_NS}`,
+  workload: (name: string) => `/namespaces/${DEMO_NS}/deployments/${name}`,
+} as const;
+
+/** The dashboard through a port-forward; fails naming what is missing when it is not deployed. */
+export async function openDashboard(signal?: AbortSignal): Promise<PortForward> {
+  let svc: Json;
+  try {
+    svc = await kjson(["-n", CONTROL_PLANE_NS, "get", "service", DASHBOARD_SERVICE, "-o", "json"]);
+  } catch (e) {
+    throw new Error(
+      `no ${DASHBOARD_SERVICE} Service in ${CONTROL_PLANE_NS}: run \`deno task deploy\` (${
+        (e as Error).message
+      })`,
+    );
+  }
+  const port = (svc.spec?.ports as Json[] | undefined)?.[0]?.port ?? Ports.dashboard;
+  return await portForward(CONTROL_PLANE_NS, DASHBOARD_SERVICE, port, { signal });
+}
+
+/** The demo's deployments that are not available (empty when the demo runs). */
+export async function demoNotRunning(): Promise<string[]> {
+  let items: Json[] = [];
+  try {
+    items = (await kjson(["-n", DEMO_NS, "get", "deployments", "-o", "json"])).items;
+  } catch {
+    return [`namespace ${DEMO_NS}`];
+  }
+  const wanted = [...new Set(DEMO_EDGES.flat())];
+  return wanted.filter((name) => {
+    const d = items.find((x) => x.metadata.name === name);
+    return !d || (d.status?.availableReplicas ?? 0) < 1;
+  });
+}
