@@ -17,10 +17,25 @@ export interface PromSample {
   value: number;
 }
 
+/** One series of a range answer: its labels and its [unix seconds, value] points, as Prometheus sent them. */
+export interface PromRangeSeries {
+  metric: Record<string, string>;
+  values: [number, number][];
+}
+
+/** The evaluation grid of a range query, in unix seconds. */
+export interface PromRange {
+  start: number;
+  end: number;
+  step: number;
+}
+
 export interface Prometheus {
   /** Where the queries go, for messages. */
   readonly where: string;
   query(promql: string, signal: AbortSignal): Promise<PromSample[]>;
+  /** `/api/v1/query_range` (the dashboard's charts); optional so the CLI's test doubles need not have it. */
+  queryRange?(promql: string, range: PromRange, signal: AbortSignal): Promise<PromRangeSeries[]>;
 }
 
 export class PrometheusError extends Error {
@@ -62,6 +77,49 @@ export function parseQueryResponse(
   return body.data.result.map((r) => ({ metric: r.metric ?? {}, value: sampleValue(r.value?.[1]) }));
 }
 
+/** The series of a range-matrix answer; anything else throws saying what, as parseQueryResponse. */
+export function parseRangeResponse(
+  status: number,
+  text: string,
+  promql: string,
+  where: string,
+): PromRangeSeries[] {
+  let body: {
+    status?: string;
+    error?: string;
+    errorType?: string;
+    data?: {
+      resultType?: string;
+      result?: { metric?: Record<string, string>; values?: [number, string][] }[];
+    };
+  };
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new PrometheusError(
+      `${where} answered HTTP ${status} with something that is not Prometheus JSON: ${text.slice(0, 200)}`,
+    );
+  }
+  if (body.status !== "success") {
+    throw new PrometheusError(
+      `${where} refused the query (HTTP ${status}, ${body.errorType ?? "error"}: ${
+        body.error ?? "?"
+      }): ${promql}`,
+    );
+  }
+  if (body.data?.resultType !== "matrix" || !Array.isArray(body.data.result)) {
+    throw new PrometheusError(`${where}: expected a range matrix, got ${body.data?.resultType}: ${promql}`);
+  }
+  return body.data.result.map((r) => ({
+    metric: r.metric ?? {},
+    values: (r.values ?? []).map(([t, v]) => [Number(t), sampleValue(v)] as [number, number]),
+  }));
+}
+
+function rangeParams(promql: string, r: PromRange): Record<string, string> {
+  return { query: promql, start: String(r.start), end: String(r.end), step: String(r.step) };
+}
+
 /** Prometheus writes values as Go formats them: `+Inf`/`-Inf` (which Number() does not read), `NaN`, decimals. */
 function sampleValue(v: string | undefined): number {
   if (v === "+Inf") return Infinity;
@@ -97,6 +155,19 @@ export class UrlPrometheus implements Prometheus {
     }
     return parseQueryResponse(res.status, await res.text(), promql, this.where);
   }
+
+  async queryRange(promql: string, range: PromRange, signal: AbortSignal): Promise<PromRangeSeries[]> {
+    const u = new URL(this.url.replace(/\/$/, "") + "/api/v1/query_range");
+    for (const [k, v] of Object.entries(rangeParams(promql, range))) u.searchParams.set(k, v);
+    let res: Response;
+    try {
+      res = await fetch(u, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) });
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new PrometheusError(`${this.where} cannot be reached: ${(e as Error).message}`);
+    }
+    return parseRangeResponse(res.status, await res.text(), promql, this.where);
+  }
 }
 
 /** The embedded Prometheus through the API server's service proxy. */
@@ -121,6 +192,23 @@ export class KubePrometheus implements Prometheus {
       throw new PrometheusError(`${this.where} is not answering (HTTP ${r.status}): is its pod ready?`);
     }
     return parseQueryResponse(r.status, r.text, promql, this.where);
+  }
+
+  async queryRange(promql: string, range: PromRange, signal: AbortSignal): Promise<PromRangeSeries[]> {
+    let r;
+    try {
+      r = await abortable(
+        this.kube.request("GET", `${this.#path}_range`, { query: rangeParams(promql, range) }),
+        signal,
+      );
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new PrometheusError(`${this.where} cannot be reached: ${(e as Error).message}`);
+    }
+    if (r.status === 503 || r.status === 502) {
+      throw new PrometheusError(`${this.where} is not answering (HTTP ${r.status}): is its pod ready?`);
+    }
+    return parseRangeResponse(r.status, r.text, promql, this.where);
   }
 }
 

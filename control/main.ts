@@ -10,6 +10,7 @@ const COMPONENTS = [
   "validator",
   "scrape_targets",
   "tap",
+  "dashboard",
 ] as const;
 
 const component = Deno.args[0];

@@ -44,6 +44,7 @@ const ENTRY_POINTS = [
   "control/injector/main.ts",
   "control/validator/main.ts",
   "control/tap/main.ts",
+  "control/dashboard/main.ts",
   "control/injector/await.ts",
   "control/scrape_targets/main.ts",
   "proxy/main.ts",
@@ -51,8 +52,22 @@ const ENTRY_POINTS = [
 ];
 /** Directories of apps that pods run (demo and test workloads): each non-test .ts file is an entry point. */
 const APP_DIRS = ["tests/cluster/demo", "tests/demo/apps", "tests/e2e/apps"];
-/** Project paths copied into the image. */
-const APP_PATHS = ["deno.json", "deno.lock", "proto", "control", "proxy", "init", ...APP_DIRS];
+/**
+ * Project paths copied into the image. The dashboard (control/dashboard/, its page files with it) reads through
+ * the CLI's code and mesh:check's, so cli/, manifests/ and the one images/ module manifests/ imports ship too.
+ */
+const APP_PATHS = [
+  "deno.json",
+  "deno.lock",
+  "proto",
+  "control",
+  "proxy",
+  "init",
+  "cli",
+  "manifests",
+  "images/build.ts",
+  ...APP_DIRS,
+];
 
 /** The image's commands, each a symlink to the launcher (see images/launcher/main.go for what each runs). */
 export const IMAGE_COMMANDS = ["weft-proxy", "weft-init", "weft-await", "weft-control"] as const;

@@ -11,6 +11,7 @@ import { parseInjectorArgs } from "../control/injector/flags.ts";
 import { parseArgs as parsePolicyArgs } from "../control/policy/main.ts";
 import { parseArgs as parseValidatorArgs } from "../control/validator/main.ts";
 import { parseArgs as parseTapArgs } from "../control/tap/main.ts";
+import { parseArgs as parseDashboardArgs } from "../control/dashboard/main.ts";
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
 import { loadDir, NAMESPACE, TRUST_DOMAIN } from "./render.ts";
 
@@ -37,6 +38,10 @@ const PARSERS: Record<string, (args: string[]) => [string?, string?]> = {
     return [];
   },
   tap: (a) => [parseTapArgs(a, {}).controlPlaneNamespace],
+  dashboard: (a) => {
+    parseDashboardArgs(a, {});
+    return [];
+  },
 };
 
 Deno.test("every controller's command in the manifests parses with its component's flags", async () => {

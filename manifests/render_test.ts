@@ -51,6 +51,7 @@ const env = (c: V1Container, name: string) => c.env?.find((e) => e.name === name
 Deno.test("every control-plane Deployment gets an init container and a proxy from the injector's patch", () => {
   const ds = of("Deployment");
   assert.deepEqual(ds.map((d) => d.metadata.name).sort(), [
+    "weft-dashboard",
     "weft-destination",
     "weft-identity",
     "weft-proxy-injector",
@@ -180,6 +181,7 @@ Deno.test("each controller's probes and admin port are the admin port its code l
     ["weft-destination", "validator", Ports.validatorAdmin],
     ["weft-proxy-injector", "proxy-injector", Ports.injectorAdmin],
     ["weft-tap", "tap", Ports.tapAdmin],
+    ["weft-dashboard", "dashboard", Ports.dashboardAdmin],
   ];
   for (const [deployment, name, port] of admin) {
     const c = containersOf(named("Deployment", deployment)).find((c) => c.name === name)!;
@@ -363,6 +365,39 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
   assert.deepEqual(role("ClusterRole", "weft-identity"), ["authentication.k8s.io/tokenreviews create"]);
   // tap: target pods from a pod cache only (a Deployment's pods by their ReplicaSet owner's name).
   assert.deepEqual(role("ClusterRole", "weft-tap"), listWatch("/pods").sort());
+  // dashboard: read only (issue 17) — what weft stat/routes/edges and mesh:check's read-only checks read.
+  const getListWatch = (...gr: string[]) => gr.flatMap((x) => [`${x} get`, ...listWatch(x)]);
+  assert.deepEqual(
+    role("ClusterRole", "weft-dashboard"),
+    [
+      ...getListWatch("/pods", "/services", "/namespaces", "/events"),
+      ...getListWatch(
+        "apps/deployments",
+        "apps/statefulsets",
+        "apps/daemonsets",
+        "apps/replicasets",
+        "batch/jobs",
+      ),
+      "apiextensions.k8s.io/customresourcedefinitions get",
+      "apiextensions.k8s.io/customresourcedefinitions list",
+      ...getListWatch(
+        ...["servers", "authorizationpolicies", "serverauthorizations", "httproutes"].map((r) =>
+          `policy.linkerd.io/${r}`
+        ),
+      ),
+    ].sort(),
+  );
+  assert.deepEqual(
+    role("Role", "weft-dashboard"),
+    [
+      "/configmaps get@linkerd-identity-trust-roots",
+      "/configmaps get@weft-metrics",
+      "/services/proxy get@weft-prometheus",
+      "/services/proxy get@http:weft-prometheus:9090",
+      "/services/proxy create@weft-tap",
+      "/services/proxy create@http:weft-tap:8089",
+    ].sort(),
+  );
   assert.deepEqual(
     role("Role", "weft-identity"),
     [
@@ -397,7 +432,7 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
 
 Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workload writes", () => {
   const roles = [...of("ClusterRole"), ...of("Role")];
-  assert.equal(roles.length, 7);
+  assert.equal(roles.length, 9);
   for (const r of roles) {
     for (const g of grants(r.rules)) {
       assert.ok(!g.includes("*"), `${r.metadata.name}: ${g}`);
@@ -412,7 +447,10 @@ Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workl
             g === "/configmaps patch@linkerd-identity-trust-roots" ||
             // the injector creates and updates the namespace copies of the trust roots (issue 21).
             (r.metadata.name === "weft-proxy-injector" &&
-              (g === "/configmaps create" || g === "/configmaps patch@weft-identity-trust-roots")),
+              (g === "/configmaps create" || g === "/configmaps patch@weft-identity-trust-roots")) ||
+            // the dashboard POSTs taps through the service proxy (verb create there), as `weft tap` does.
+            (r.metadata.name === "weft-dashboard" &&
+              /^\/services\/proxy create@(http:)?weft-tap(:8089)?$/.test(g)),
           `${r.metadata.name} may write ${g}`,
         );
       }

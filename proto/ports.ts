@@ -30,6 +30,10 @@ export const Ports = {
   tap: 8089,
   /** The tap component's admin server. */
   tapAdmin: 9998,
+  /** The dashboard's web server (Linkerd's viz web port). */
+  dashboard: 8084,
+  /** The dashboard's admin server (Linkerd's viz web admin port). */
+  dashboardAdmin: 9994,
 } as const;
 
 /** Default UID the proxy runs as; init exempts its traffic from the outbound redirect. */

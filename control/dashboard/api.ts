@@ -1,0 +1,272 @@
+/**
+ * The dashboard's JSON endpoints. Each reads through the code the CLI runs (`weft stat`, `weft routes`,
+ * `weft edges`, `weft tap`, `mesh:check`'s checks), with the dashboard's read-only ServiceAccount:
+ *
+ *   /api/namespaces                                   namespaces, meshed and total pods in each
+ *   /api/overview                                     control-plane checks, certificate expiry, meshing
+ *   /api/stat?ns=&kind=&window=                       `weft stat` rows (ns empty: every namespace)
+ *   /api/series?ns=&kind=&name=&window=&step=         chart series, inbound and outbound (series.ts)
+ *   /api/routes?ns=&kind=&name=&window=               `weft routes` rows of a workload or Service
+ *   /api/policy?ns=&kind=&name=                       Servers and authorizations for its ports (policy.ts)
+ *   /api/edges?ns=&window=                            `weft edges` between Deployments
+ *   /api/tap?ns=&resource=&to=&path=&method=&…        `weft tap`'s stream, as NDJSON, until the viewer leaves
+ */
+import type { CliContext } from "../../cli/context.ts";
+import { collectEdges } from "../../cli/edges.ts";
+import { KINDS, type Target } from "../../cli/kinds.ts";
+import { podInfo } from "../../cli/kube_objects.ts";
+import type { Prometheus, PromRangeSeries } from "../../cli/prometheus.ts";
+import { collectRoutes, type RoutesRequest } from "../../cli/routes.ts";
+import { collectStat } from "../../cli/stat.ts";
+import { planStat } from "../../cli/stat_plan.ts";
+import { streamTap } from "../../cli/tap.ts";
+import type { Kube } from "../../manifests/kube.ts";
+import { parseTapRequest, TapRequestError } from "../tap/request.ts";
+import { readOverview } from "./health.ts";
+import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam } from "./params.ts";
+import { readPolicy } from "./policy.ts";
+import { directionSeries, gridEnd, gridFor } from "./series.ts";
+import { ApiError, type ApiRoute, jsonResponse } from "./server.ts";
+
+export interface Sources {
+  kube: Kube;
+  /** The metrics store, found as the CLI finds it (connectPrometheus); cached by the caller. */
+  prometheus(signal: AbortSignal): Promise<Prometheus>;
+  now(): number;
+  log(line: string): void;
+}
+
+// deno-lint-ignore no-explicit-any
+type Json = any;
+
+/** What the CLI's collectors get: no terminal, the viewer's signal. */
+export function viewContext(signal: AbortSignal): CliContext {
+  return {
+    env: {},
+    out: () => Promise.resolve(),
+    err: () => {},
+    status: () => {},
+    stdoutIsTty: false,
+    stderrIsTty: false,
+    signal,
+    readStdin: () => Promise.reject(new Error("no stdin in the dashboard")),
+    readFile: () => Promise.reject(new Error("no files in the dashboard")),
+  };
+}
+
+function target(p: URLSearchParams, needName: boolean): Target {
+  const kind = kindParam(p);
+  const namespace = kind.label === "namespace" ? undefined : namespaceParam(p, needName);
+  const name = needName || p.has("name") ? nameParam(p) : undefined;
+  return { kind, ...(name ? { name } : {}), ...(namespace ? { namespace } : {}) };
+}
+
+async function rangeAll<K extends string>(
+  prom: Prometheus,
+  queries: Record<K, string>,
+  range: { start: number; end: number; step: number },
+  signal: AbortSignal,
+): Promise<Record<K, PromRangeSeries[]>> {
+  if (!prom.queryRange) throw new ApiError(501, `${prom.where} cannot answer range queries`);
+  const keys = Object.keys(queries) as K[];
+  const answers = await Promise.all(keys.map((k) => prom.queryRange!(queries[k], range, signal)));
+  return Object.fromEntries(keys.map((k, i) => [k, answers[i]])) as Record<K, PromRangeSeries[]>;
+}
+
+export function apiRoutes(s: Sources): Record<string, ApiRoute> {
+  const views = async (signal: AbortSignal) => ({ kube: s.kube, prom: await s.prometheus(signal) });
+  return {
+    namespaces: async () => {
+      const [nss, pods] = await Promise.all([
+        s.kube.list<Json>("/api/v1/namespaces"),
+        s.kube.list<Json>("/api/v1/pods"),
+      ]);
+      const live = pods.map(podInfo).filter((p) => p.phase !== "Succeeded" && p.phase !== "Failed");
+      return jsonResponse({
+        namespaces: nss.map((n) => {
+          const inNs = live.filter((p) => p.namespace === n.metadata.name);
+          return {
+            name: n.metadata.name,
+            injected: n.metadata.annotations?.["linkerd.io/inject"] === "enabled",
+            meshed: inNs.filter((p) => p.meshed).length,
+            pods: inNs.length,
+          };
+        }).sort((a, b) => a.name.localeCompare(b.name)),
+      });
+    },
+
+    overview: async (_p, signal) => jsonResponse(await readOverview(s.kube, s.now(), signal)),
+
+    stat: async (p, signal) => {
+      const t = target(p, false);
+      const w = statWindowParam(p);
+      const rows = await collectStat(
+        { target: t, windowS: w.seconds, allNamespaces: !t.namespace },
+        await views(signal),
+        viewContext(signal),
+      );
+      return jsonResponse({ window: w.text, rows });
+    },
+
+    series: async (p, signal) => {
+      const t = target(p, true);
+      const w = chartWindowParam(p);
+      const g = gridFor(w, Math.floor(s.now() / 1000));
+      const range = { start: g.start, end: gridEnd(g), step: g.step };
+      const prom = await s.prometheus(signal);
+      const rw = `${w.rateWindow}s`;
+      const pick = (q: ReturnType<typeof planStat>["queries"]) => ({
+        responses: q.responses,
+        p50: q.p50,
+        p95: q.p95,
+        p99: q.p99,
+      });
+      const inbound = pick(planStat({ target: t, window: rw }).queries);
+      // A Service sends nothing: its series are its clients' (planStat reads them as dst_service).
+      const everywhere: Target = { kind: KINDS.find((k) => k.label === "namespace")! };
+      const outbound = t.kind.label === "service"
+        ? undefined
+        : pick(planStat({ target: t, to: everywhere, window: rw }).queries);
+      const [inA, outA] = await Promise.all([
+        rangeAll(prom, inbound, range, signal),
+        outbound ? rangeAll(prom, outbound, range, signal) : Promise.resolve(undefined),
+      ]);
+      return jsonResponse({
+        window: w.name,
+        start: g.start,
+        step: g.step,
+        count: g.count,
+        rateWindow: w.rateWindow,
+        inbound: directionSeries(inA, g, w.rateWindow),
+        ...(outA ? { outbound: directionSeries(outA, g, w.rateWindow) } : {}),
+      });
+    },
+
+    routes: async (p, signal) => {
+      const t = target(p, true);
+      const w = statWindowParam(p);
+      const req: RoutesRequest = t.kind.label === "service"
+        ? { service: t, window: w.text }
+        : { workload: t, window: w.text };
+      const rows = await collectRoutes(req, w.seconds, await views(signal), viewContext(signal));
+      return jsonResponse({ window: w.text, rows });
+    },
+
+    policy: async (p) => {
+      const t = target(p, true);
+      return jsonResponse(await readPolicy(s.kube, t));
+    },
+
+    edges: async (p, signal) => {
+      const ns = namespaceParam(p, false);
+      const w = statWindowParam(p);
+      const kind = KINDS.find((k) => k.label === "deployment")!;
+      const edges = await collectEdges(kind, ns, w.seconds, await views(signal), viewContext(signal));
+      return jsonResponse({ window: w.text, edges });
+    },
+
+    tap: (p, signal) => tapStream(s, p, signal),
+  };
+}
+
+/** The tap request from the query string, checked by the tap component's own validation. */
+export function tapBody(p: URLSearchParams): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    namespace: namespaceParam(p, true),
+    resource: p.get("resource") ?? "",
+  };
+  for (
+    const [q, key] of [["to", "to"], ["toNamespace", "toNamespace"], ["path", "path"], ["method", "method"], [
+      "authority",
+      "authority",
+    ]] as const
+  ) {
+    const v = p.get(q);
+    if (v !== null && v !== "") body[key] = v;
+  }
+  for (const key of ["maxRps", "limit"] as const) {
+    const v = p.get(key);
+    if (v === null || v === "") continue;
+    const n = Number(v);
+    if (!/^\d+(\.\d+)?$/.test(v) || n <= 0) {
+      throw new ApiError(400, `${key}: "${v.slice(0, 20)}" is not a positive number`);
+    }
+    body[key] = n;
+  }
+  try {
+    parseTapRequest(body);
+  } catch (e) {
+    if (e instanceof TapRequestError) throw new ApiError(400, e.message);
+    throw e;
+  }
+  return body;
+}
+
+/**
+ * Streams the tap component's lines to the viewer as NDJSON. The upstream tap starts before the answer
+ * so its refusal (403, 404, 503) becomes this answer's status; it ends when the viewer goes away.
+ */
+function tapStream(s: Sources, p: URLSearchParams, signal: AbortSignal): Promise<Response> {
+  const body = tapBody(p);
+  const enc = new TextEncoder();
+  const upstream = new AbortController();
+  const onViewerGone = () => upstream.abort();
+  signal.addEventListener("abort", onViewerGone, { once: true });
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({
+    start: (c) => {
+      controller = c;
+    },
+    cancel: () => upstream.abort(),
+  });
+  return new Promise((resolve) => {
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      resolve(
+        new Response(stream, {
+          headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "Cache-Control": "no-store" },
+        }),
+      );
+    };
+    streamTap(s.kube, body, (line) => {
+      answer();
+      try {
+        controller.enqueue(enc.encode(JSON.stringify(line) + "\n"));
+      } catch {
+        upstream.abort();
+      }
+    }, upstream.signal).then((r) => {
+      clearTimeout(early);
+      signal.removeEventListener("abort", onViewerGone);
+      const failed = r.status !== 0 && (r.status < 200 || r.status >= 300);
+      const why = (r.text ?? "").trim() || `tap API answered ${r.status}`;
+      if (!answered && failed) {
+        answered = true;
+        resolve(jsonResponse({ error: why }, r.status));
+        return;
+      }
+      answer();
+      try {
+        // Refused after the page was told 200: the reason as the stream's last line.
+        if (failed) controller.enqueue(enc.encode(JSON.stringify({ error: why, status: r.status }) + "\n"));
+        controller.close();
+      } catch { /* the viewer already left */ }
+    }, (e) => {
+      clearTimeout(early);
+      signal.removeEventListener("abort", onViewerGone);
+      s.log(`tap: ${(e as Error).message}`);
+      if (!answered) {
+        answered = true;
+        resolve(jsonResponse({ error: (e as Error).message }, 502));
+        return;
+      }
+      try {
+        controller.error(e);
+      } catch { /* closed */ }
+    });
+    // A tap that matches nothing yet still answers within a second with 200, so the page shows "waiting".
+    const early = setTimeout(answer, 1000);
+  });
+}

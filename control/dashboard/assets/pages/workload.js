@@ -1,0 +1,229 @@
+// A workload's (or Service's) page: golden metrics as charts over a chosen window, inbound and outbound,
+// its route table (weft routes) and the inbound policy on its ports (Servers and their authorizations).
+import { getJSON } from "../lib/api.js";
+import { lineChart } from "../lib/chart.js";
+import { errorBox, h, table } from "../lib/dom.js";
+import { fmtLatency, fmtRps, fmtSuccess, successTone } from "../lib/format.js";
+
+const KIND_OF = {
+  deployments: "deployment",
+  statefulsets: "statefulset",
+  daemonsets: "daemonset",
+  services: "service",
+  pods: "pod",
+};
+const WINDOWS = ["5m", "15m", "1h", "6h"];
+/** Route and policy figures over this window: the chart window, capped at what /api/routes takes. */
+const ROUTE_WINDOW = { "5m": "5m", "15m": "15m", "1h": "1h", "6h": "1h" };
+
+export async function render(root, params, signal) {
+  const kind = KIND_OF[params.kinds] ?? "deployment";
+  const { ns, name } = params;
+  const window = WINDOWS.includes(params.window) ? params.window : "15m";
+  document.title = `${name} · ${ns} · weft`;
+  const base = `/namespaces/${encodeURIComponent(ns)}/${params.kinds}/${encodeURIComponent(name)}`;
+  root.append(
+    h("p", { class: "muted" }, h("a", { href: `/workloads?ns=${encodeURIComponent(ns)}` }, ns), ` / ${kind}`),
+    h("h1", { dataset: { test: "workload-title" } }, name),
+    h(
+      "div",
+      { class: "controls" },
+      h("span", { id: "win-label" }, "Window"),
+      h(
+        "nav",
+        { class: "segmented", "aria-labelledby": "win-label", dataset: { test: "window-links" } },
+        WINDOWS.map((w) =>
+          h("a", {
+            href: `${base}?window=${w}`,
+            "aria-current": w === window ? "true" : undefined,
+            dataset: { test: "window-link", window: w },
+          }, w)
+        ),
+      ),
+    ),
+  );
+  const charts = h(
+    "section",
+    { "aria-labelledby": "h-charts" },
+    h("h2", { id: "h-charts" }, "Golden metrics"),
+    h("p", { class: "muted" }, "Querying…"),
+  );
+  const routes = h(
+    "section",
+    { "aria-labelledby": "h-routes" },
+    h("h2", { id: "h-routes" }, "Routes"),
+    h("p", { class: "muted" }, "Querying…"),
+  );
+  const policy = h(
+    "section",
+    { "aria-labelledby": "h-policy" },
+    h("h2", { id: "h-policy" }, "Inbound policy"),
+    h("p", { class: "muted" }, "Reading…"),
+  );
+  root.append(charts, routes, ...(kind === "service" ? [] : [policy]));
+  const q = { ns, kind, name };
+  await Promise.all([
+    loadCharts(charts, { ...q, window }, signal),
+    loadRoutes(routes, { ...q, window: ROUTE_WINDOW[window] }, signal),
+    kind === "service" ? undefined : loadPolicy(policy, q, signal),
+  ]);
+}
+
+function directionCharts(d, label, cls, data) {
+  const at = { start: data.start, step: data.step, direction: label.toLowerCase() };
+  return [
+    lineChart({
+      ...at,
+      title: `${label} success rate`,
+      metric: "success",
+      yMax: 1,
+      series: [{ label: "success", cls, points: d.success }],
+      format: fmtSuccess,
+    }),
+    lineChart({
+      ...at,
+      title: `${label} requests per second`,
+      metric: "rps",
+      series: [{ label: "RPS", cls, points: d.rps }],
+      format: fmtRps,
+    }),
+    lineChart({
+      ...at,
+      title: `${label} latency`,
+      metric: "latency",
+      format: fmtLatency,
+      series: [{ label: "p50", cls: "p50", points: d.p50 }, { label: "p95", cls: "p95", points: d.p95 }, {
+        label: "p99",
+        cls: "p99",
+        points: d.p99,
+      }],
+    }),
+  ];
+}
+
+async function loadCharts(section, q, signal) {
+  let data;
+  try {
+    data = await getJSON("series", q, signal);
+  } catch (e) {
+    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "series-error"));
+    return;
+  }
+  const parts = [
+    section.firstChild,
+    h(
+      "p",
+      { class: "muted" },
+      `Each point: the ${data.rateWindow}s before it; gaps are steps with no requests. ` +
+        (q.kind === "service"
+          ? "As the Service's clients saw it."
+          : "Inbound as this workload's proxies answered it; outbound as they sent it."),
+    ),
+    h("h3", {}, q.kind === "service" ? "Requests to the Service" : "Inbound"),
+    h("div", { class: "charts" }, directionCharts(data.inbound, "Inbound", "inbound", data)),
+  ];
+  if (data.outbound) {
+    parts.push(
+      h("h3", {}, "Outbound"),
+      h("div", { class: "charts" }, directionCharts(data.outbound, "Outbound", "outbound", data)),
+    );
+  }
+  section.replaceChildren(...parts);
+}
+
+async function loadRoutes(section, q, signal) {
+  let data;
+  try {
+    data = await getJSON("routes", q, signal);
+  } catch (e) {
+    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "routes-error"));
+    return;
+  }
+  if (!data.rows.length) {
+    section.replaceChildren(
+      section.firstChild,
+      h("p", {}, `No route saw requests in the last ${data.window}.`),
+    );
+    return;
+  }
+  section.replaceChildren(
+    section.firstChild,
+    h("p", { class: "muted" }, `Over the last ${data.window}, as weft routes shows it.`),
+    table(
+      [
+        "Route",
+        "Kind",
+        "Parent",
+        h("th", { scope: "col", class: "num" }, "Success"),
+        h("th", { scope: "col", class: "num" }, "RPS"),
+        h("th", { scope: "col", class: "num" }, "P50"),
+        h("th", { scope: "col", class: "num" }, "P95"),
+        h("th", { scope: "col", class: "num" }, "P99"),
+      ],
+      data.rows.map((r) =>
+        h(
+          "tr",
+          { dataset: { test: "route-row", route: r.route, source: r.source, rps: r.rps ?? 0 } },
+          h("td", {}, r.route),
+          h("td", {}, r.kind),
+          h("td", {}, r.parent),
+          h("td", { class: `num ${successTone(r.success)}` }, fmtSuccess(r.success)),
+          h("td", { class: "num" }, fmtRps(r.rps)),
+          h("td", { class: "num" }, fmtLatency(r.latency_ms_p50)),
+          h("td", { class: "num" }, fmtLatency(r.latency_ms_p95)),
+          h("td", { class: "num" }, fmtLatency(r.latency_ms_p99)),
+        )
+      ),
+    ),
+  );
+}
+
+async function loadPolicy(section, q, signal) {
+  let p;
+  try {
+    p = await getJSON("policy", q, signal);
+  } catch (e) {
+    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "policy-error"));
+    return;
+  }
+  const servers = p.servers.length
+    ? table(
+      ["Server", "Port", "Protocol", "Authorizations", "Routes"],
+      p.servers.map((s) =>
+        h(
+          "tr",
+          { dataset: { test: "policy-server", name: s.name, port: s.port } },
+          h("td", {}, s.name),
+          h("td", {}, s.port),
+          h("td", {}, s.proxyProtocol),
+          h(
+            "td",
+            { class: "wrap" },
+            s.authorizations.length
+              ? s.authorizations.map((a) =>
+                h(
+                  "div",
+                  { dataset: { test: "policy-authorization", name: a.name } },
+                  `${a.kind} ${a.name}`,
+                  a.authentications.length ? ` ← ${a.authentications.join(", ")}` : "",
+                )
+              )
+              : h("span", { class: "warn" }, "none: every request to this port is denied"),
+          ),
+          h("td", {}, s.routes.join(", ") || "default"),
+        )
+      ),
+    )
+    : h("p", {}, "No Server selects these pods: every port takes the default policy.");
+  section.replaceChildren(
+    section.firstChild,
+    servers,
+    h(
+      "p",
+      { dataset: { test: "default-policy", value: p.defaultPolicy.value } },
+      "Ports without a Server: ",
+      h("strong", {}, p.defaultPolicy.value),
+      h("span", { class: "muted" }, ` (${p.defaultPolicy.from})`),
+    ),
+  );
+}
