@@ -25,6 +25,7 @@ import { parseTapRequest, TapRequestError } from "../tap/request.ts";
 import { readOverview } from "./health.ts";
 import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam } from "./params.ts";
 import { readPolicy } from "./policy.ts";
+import { liveRoutes } from "./routes_live.ts";
 import { directionSeries, gridEnd, gridFor } from "./series.ts";
 import { ApiError, type ApiRoute, jsonResponse } from "./server.ts";
 
@@ -166,6 +167,7 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
     },
 
     tap: (p, signal) => tapStream(s, p, signal),
+    ...liveRoutes(s),
   };
 }
 

@@ -19,7 +19,7 @@ const PARAMS = [
   "ns",
   "resource",
   "to",
-  "toNs",
+  "toNamespace",
   "path",
   "method",
   "authority",
@@ -79,7 +79,10 @@ export function parseTapQuery(q: URLSearchParams): TapQuery {
     limit: whole(q.get("limit"), "limit", DEFAULT_LIMIT, MAX_LIMIT),
   };
   for (
-    const [param, field] of [["to", "to"], ["toNs", "toNamespace"], ["path", "path"], ["method", "method"], [
+    const [param, field] of [["to", "to"], ["toNamespace", "toNamespace"], ["path", "path"], [
+      "method",
+      "method",
+    ], [
       "authority",
       "authority",
     ]]

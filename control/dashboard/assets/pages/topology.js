@@ -14,7 +14,9 @@ const NODE_H = 38;
 
 function ensureStyles() {
   if (document.querySelector("link[data-page-style=live]")) return;
-  document.head.append(h("link", { rel: "stylesheet", href: "/assets/pages/live.css", dataset: { pageStyle: "live" } }));
+  document.head.append(
+    h("link", { rel: "stylesheet", href: "/assets/pages/live.css", dataset: { pageStyle: "live" } }),
+  );
 }
 
 function short(text, max) {
@@ -32,7 +34,9 @@ function edgeLabel(e) {
 function edgeTitle(e, from, to) {
   return [
     `${from.name} → ${to.name}`,
-    e.successRate === undefined ? "no HTTP requests (TCP only)" : `${fmtRps(e.rps)}, success ${fmtSuccess(e.successRate)}`,
+    e.successRate === undefined
+      ? "no HTTP requests (TCP only)"
+      : `${fmtRps(e.rps)}, success ${fmtSuccess(e.successRate)}`,
     e.mtls ? "mTLS" : `not mTLS: ${e.noTlsText} (${e.noTlsReason || "unknown"})`,
     e.clientId ? `client ${e.clientId}` : "",
     e.serverId ? `server ${e.serverId}` : "",
@@ -49,10 +53,24 @@ function draw(data, showNs) {
     "aria-label": `${data.nodes.length} workloads, ${data.edges.length} edges`,
     dataset: { test: "topology-graph" },
   });
-  svg.append(s("defs", {}, ["good", "warn", "bad", "none"].map((t) =>
-    s("marker", { id: `arrow-${t}`, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", class: `tone-${t}` },
-      s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "currentColor" }))
-  )));
+  svg.append(
+    s(
+      "defs",
+      {},
+      ["good", "warn", "bad", "none"].map((t) =>
+        s("marker", {
+          id: `arrow-${t}`,
+          viewBox: "0 0 10 10",
+          refX: 10,
+          refY: 5,
+          markerWidth: 7,
+          markerHeight: 7,
+          orient: "auto-start-reverse",
+          class: `tone-${t}`,
+        }, s("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "currentColor" }))
+      ),
+    ),
+  );
   const edges = s("g", { class: "edges" });
   for (const e of data.edges) {
     const a = byId.get(e.from), b = byId.get(e.to);
@@ -78,23 +96,25 @@ function draw(data, showNs) {
     }
     const tone = e.tone;
     const label = edgeLabel(e);
-    const g = s("g", {
-      class: `edge tone-${tone}${e.failing ? " failing" : ""}${e.mtls ? "" : " plaintext"}`,
-      tabindex: 0,
-      "aria-label": edgeTitle(e, a, b).replaceAll("\n", ", "),
-      dataset: {
-        test: "edge",
-        from: a.name,
-        fromNs: a.namespace,
-        to: b.name,
-        toNs: b.namespace,
-        rps: e.rps,
-        success: e.successRate ?? "",
-        tone,
-        mtls: e.mtls ? "true" : "false",
-        noTlsReason: e.noTlsReason,
+    const g = s(
+      "g",
+      {
+        class: `edge tone-${tone}${e.failing ? " failing" : ""}${e.mtls ? "" : " plaintext"}`,
+        tabindex: 0,
+        "aria-label": edgeTitle(e, a, b).replaceAll("\n", ", "),
+        dataset: {
+          test: "edge",
+          from: a.name,
+          fromNs: a.namespace,
+          to: b.name,
+          toNs: b.namespace,
+          rps: e.rps,
+          success: e.successRate ?? "",
+          tone,
+          mtls: e.mtls ? "true" : "false",
+          noTlsReason: e.noTlsReason,
+        },
       },
-    },
       s("title", {}, edgeTitle(e, a, b)),
       s("path", {
         d,
@@ -104,7 +124,8 @@ function draw(data, showNs) {
         "stroke-dasharray": e.failing ? "8 5" : !e.mtls ? "2 4" : undefined,
         "marker-end": `url(#arrow-${tone})`,
       }),
-      label ? s("text", { x: lx, y: ly, "text-anchor": "middle", class: "edge-label" }, label) : null);
+      label ? s("text", { x: lx, y: ly, "text-anchor": "middle", class: "edge-label" }, label) : null,
+    );
     edges.append(g);
   }
   const nodes = s("g", { class: "nodes" });
@@ -112,9 +133,18 @@ function draw(data, showNs) {
     const inner = [
       s("title", {}, n.namespace ? `${n.namespace}/${n.name}` : n.name),
       s("rect", { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2, width: NODE_W, height: NODE_H, rx: 6 }),
-      s("text", { x: n.x, y: showNs && n.namespace ? n.y - 3 : n.y + 5, "text-anchor": "middle", class: "node-name" }, short(n.name, 22)),
+      s("text", {
+        x: n.x,
+        y: showNs && n.namespace ? n.y - 3 : n.y + 5,
+        "text-anchor": "middle",
+        class: "node-name",
+      }, short(n.name, 22)),
       showNs && n.namespace
-        ? s("text", { x: n.x, y: n.y + 12, "text-anchor": "middle", class: "node-ns" }, short(n.namespace, 24))
+        ? s(
+          "text",
+          { x: n.x, y: n.y + 12, "text-anchor": "middle", class: "node-ns" },
+          short(n.namespace, 24),
+        )
         : null,
     ];
     const attrs = {
@@ -125,7 +155,14 @@ function draw(data, showNs) {
       const href = workloadHref(n.namespace, "deployment", n.name);
       nodes.append(s("a", { ...attrs, href, "aria-label": `deployment ${n.namespace}/${n.name}` }, inner));
     } else {
-      nodes.append(s("g", { ...attrs, tabindex: 0, role: "img", "aria-label": n.kind === "unmeshed" ? "unmeshed clients" : `${n.kind} ${n.name}` }, inner));
+      nodes.append(
+        s("g", {
+          ...attrs,
+          tabindex: 0,
+          role: "img",
+          "aria-label": n.kind === "unmeshed" ? "unmeshed clients" : `${n.kind} ${n.name}`,
+        }, inner),
+      );
     }
   }
   svg.append(edges, nodes);
@@ -142,10 +179,22 @@ function draw(data, showNs) {
 function plaintextList(data) {
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
   const plain = data.edges.filter((e) => !e.mtls);
-  if (!plain.length) return h("p", { class: "muted", dataset: { test: "no-plaintext" } }, "Every edge here is mTLS.");
-  return h("ul", { class: "plaintext-list", dataset: { test: "plaintext-edges" } }, plain.map((e) =>
-    h("li", { dataset: { test: "plaintext-edge", from: byId.get(e.from)?.name ?? e.from, to: byId.get(e.to)?.name ?? e.to } },
-      `${byId.get(e.from)?.name ?? e.from} → ${byId.get(e.to)?.name ?? e.to}: not mTLS, ${e.noTlsText}`)));
+  if (!plain.length) {
+    return h("p", { class: "muted", dataset: { test: "no-plaintext" } }, "Every edge here is mTLS.");
+  }
+  return h(
+    "ul",
+    { class: "plaintext-list", dataset: { test: "plaintext-edges" } },
+    plain.map((e) =>
+      h("li", {
+        dataset: {
+          test: "plaintext-edge",
+          from: byId.get(e.from)?.name ?? e.from,
+          to: byId.get(e.to)?.name ?? e.to,
+        },
+      }, `${byId.get(e.from)?.name ?? e.from} → ${byId.get(e.to)?.name ?? e.to}: not mTLS, ${e.noTlsText}`)
+    ),
+  );
 }
 
 export async function render(root, params, signal) {
@@ -160,19 +209,43 @@ export async function render(root, params, signal) {
   };
   root.append(h("h1", {}, "Topology"));
   const nsList = await getJSON("namespaces", {}, signal).catch(() => ({ namespaces: [] }));
-  root.append(h("div", { class: "controls" },
-    h("nav", { "aria-label": "Namespaces", class: "segmented", dataset: { test: "namespace-links" } },
-      h("a", { href: link({ ns: "" }), "aria-current": ns === "" ? "true" : undefined }, "all"),
-      nsList.namespaces.filter((n) => n.meshed > 0 || n.name === ns).map((n) =>
-        h("a", { href: link({ ns: n.name }), "aria-current": n.name === ns ? "true" : undefined }, n.name))),
-    h("nav", { "aria-label": "Window", class: "segmented" },
-      WINDOWS.map((w) => h("a", { href: link({ window: w }), "aria-current": w === window ? "true" : undefined }, w)))));
-  root.append(h("p", { class: "legend muted", dataset: { test: "topology-legend" } },
-    "Width: requests per second. Colour: success rate (green ≥ 99%, amber ≥ 95%, red below; grey: TCP only). ",
-    "Dashed and labelled “failing”: below 99%. Dotted and labelled “no mTLS”: not mutually authenticated, with the reason. ",
-    "Boxes link to the workload."));
+  root.append(
+    h(
+      "div",
+      { class: "controls" },
+      h(
+        "nav",
+        { "aria-label": "Namespaces", class: "segmented", dataset: { test: "namespace-links" } },
+        h("a", { href: link({ ns: "" }), "aria-current": ns === "" ? "true" : undefined }, "all"),
+        nsList.namespaces.filter((n) => n.meshed > 0 || n.name === ns).map((n) =>
+          h("a", { href: link({ ns: n.name }), "aria-current": n.name === ns ? "true" : undefined }, n.name)
+        ),
+      ),
+      h(
+        "nav",
+        { "aria-label": "Window", class: "segmented" },
+        WINDOWS.map((w) =>
+          h("a", { href: link({ window: w }), "aria-current": w === window ? "true" : undefined }, w)
+        ),
+      ),
+    ),
+  );
+  root.append(
+    h(
+      "p",
+      { class: "legend muted", dataset: { test: "topology-legend" } },
+      "Width: requests per second. Colour: success rate (green ≥ 99%, amber ≥ 95%, red below; grey: TCP only). ",
+      "Dashed and labelled “failing”: below 99%. Dotted and labelled “no mTLS”: not mutually authenticated, with the reason. ",
+      "Boxes link to the workload.",
+    ),
+  );
   const figure = h("figure", { class: "topology", dataset: { test: "topology" } });
-  const status = h("p", { class: "muted", role: "status", "aria-live": "polite", dataset: { test: "topology-status" } });
+  const status = h("p", {
+    class: "muted",
+    role: "status",
+    "aria-live": "polite",
+    dataset: { test: "topology-status" },
+  });
   const plain = h("section", { "aria-label": "Edges that are not mTLS" });
   root.append(figure, status, h("h2", {}, "Not mTLS"), plain);
 
@@ -188,20 +261,39 @@ export async function render(root, params, signal) {
     if (signal.aborted) return;
     // Keep keyboard focus on the same edge or node across a redraw.
     const focused = document.activeElement?.closest?.("[data-test=edge],[data-test=node]");
-    const key = focused ? `${focused.dataset.test}|${focused.dataset.from ?? focused.dataset.name}|${focused.dataset.to ?? focused.dataset.namespace}` : "";
-    figure.replaceChildren(data.nodes.length
-      ? draw(data, ns === "")
-      : h("p", { dataset: { test: "topology-empty" } }, `No edges seen in the last ${data.window}${ns ? ` in ${ns}` : ""}.`));
+    const key = focused
+      ? `${focused.dataset.test}|${focused.dataset.from ?? focused.dataset.name}|${
+        focused.dataset.to ?? focused.dataset.namespace
+      }`
+      : "";
+    figure.replaceChildren(
+      data.nodes.length ? draw(data, ns === "") : h(
+        "p",
+        { dataset: { test: "topology-empty" } },
+        `No edges seen in the last ${data.window}${ns ? ` in ${ns}` : ""}.`,
+      ),
+    );
     if (key) {
       for (const el of figure.querySelectorAll("[data-test=edge],[data-test=node]")) {
-        const k = `${el.dataset.test}|${el.dataset.from ?? el.dataset.name}|${el.dataset.to ?? el.dataset.namespace}`;
+        const k = `${el.dataset.test}|${el.dataset.from ?? el.dataset.name}|${
+          el.dataset.to ?? el.dataset.namespace
+        }`;
         if (k === key) el.focus();
       }
     }
     plain.replaceChildren(plaintextList(data));
-    status.replaceChildren(`${data.nodes.length} workloads, ${data.edges.length} edges over the last ${data.window}; updated ${new Date().toLocaleTimeString()}.`);
+    status.replaceChildren(
+      `${data.nodes.length} workloads, ${data.edges.length} edges over the last ${data.window}; updated ${
+        new Date().toLocaleTimeString()
+      }.`,
+    );
   };
-  await refresh();
-  const timer = setInterval(refresh, REFRESH_MS);
-  signal.addEventListener("abort", () => clearInterval(timer), { once: true });
+  // One refresh at a time: the next is scheduled after the last answered, however slow the store is.
+  let timer;
+  const loop = async () => {
+    await refresh();
+    if (!signal.aborted) timer = setTimeout(loop, REFRESH_MS);
+  };
+  signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+  await loop();
 }
