@@ -68,6 +68,19 @@ export function trafficQuery(kind: Kind, window: string): string {
   }`;
 }
 
+/**
+ * Responses the server side saw from clients without an identity (probes, unmeshed pods): the client proxy that
+ * would have counted them does not exist, and `weft edges` shows them as one "(unmeshed)" source.
+ */
+export function unmeshedTrafficQuery(kind: Kind, window: string): string {
+  const l = kind.label;
+  const sel = selector([{ label: "direction", value: "inbound" }, { label: l, op: "!=", value: "" }, {
+    label: "client_id",
+    value: "",
+  }]);
+  return `sum(increase(response_total${sel}[${window}])) by ${by(["namespace", l, "classification"])}`;
+}
+
 export interface Traffic {
   success: number;
   failure: number;
@@ -77,17 +90,20 @@ function key(src: Ref, dst: Ref): string {
   return `${src.namespace}/${src.name}\u0000${dst.namespace}/${dst.name}`;
 }
 
-/** Responses per (source, destination) from `trafficQuery`'s samples. */
+/** Responses per (source, destination) from `trafficQuery`'s and `unmeshedTrafficQuery`'s samples. */
 export function foldTraffic(kind: Kind, samples: readonly PromSample[]): Map<string, Traffic> {
   const l = kind.label;
   const out = new Map<string, Traffic>();
   for (const s of samples) {
     const m = s.metric;
     if (!(s.value > 0)) continue;
-    const k = key({ namespace: m.namespace ?? "", name: m[l] ?? "" }, {
-      namespace: m.dst_namespace ?? "",
-      name: m[`dst_${l}`] ?? "",
-    });
+    // An inbound series (unmeshedTrafficQuery's) has no dst_ labels: its workload is the destination.
+    const inbound = m[`dst_${l}`] === undefined;
+    const src = inbound ? { namespace: "", name: "" } : { namespace: m.namespace ?? "", name: m[l] ?? "" };
+    const dst = inbound
+      ? { namespace: m.namespace ?? "", name: m[l] ?? "" }
+      : { namespace: m.dst_namespace ?? "", name: m[`dst_${l}`] ?? "" };
+    const k = key(src, dst);
     const t = out.get(k) ?? { success: 0, failure: 0 };
     if (m.classification === "success") t.success += s.value;
     else t.failure += s.value;

@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
 import type { Edge } from "../../cli/edges.ts";
 import { findKind } from "../../cli/kinds.ts";
-import { foldTraffic, layout, shapeGraph, toneOf, trafficQuery, widthOf } from "./topology_graph.ts";
+import {
+  foldTraffic,
+  layout,
+  shapeGraph,
+  toneOf,
+  trafficQuery,
+  unmeshedTrafficQuery,
+  widthOf,
+} from "./topology_graph.ts";
 
 const deploy = findKind("deploy");
 
@@ -135,4 +143,23 @@ Deno.test("topology: node positions come from the layout and the canvas holds th
   const x = Object.fromEntries(g.nodes.map((n) => [n.name, n.x]));
   assert.ok(x.web < x.api && x.api < x.db);
   assert.deepEqual(x.api, x.emoji);
+});
+
+Deno.test("topology: requests from clients without identity are counted by the server side", () => {
+  assert.ok(unmeshedTrafficQuery(deploy, "5m").includes(`direction="inbound", deployment!="", client_id=""`));
+  const traffic = foldTraffic(deploy, [
+    { metric: { namespace: "demo", deployment: "api", classification: "success" }, value: 120 },
+    { metric: { namespace: "demo", deployment: "api", classification: "failure" }, value: 30 },
+  ]);
+  const g = shapeGraph(
+    [edge("", "api", { secured: false, no_tls_reason: "no_tls_from_remote" })],
+    traffic,
+    60,
+  );
+  assert.deepEqual([g.edges[0].from, g.edges[0].rps, g.edges[0].successRate, g.edges[0].tone], [
+    "(unmeshed)",
+    2.5,
+    0.8,
+    "bad",
+  ]);
 });
