@@ -51,9 +51,10 @@ export interface Graph {
 /** Success rate at or above: green; at or above WARN: amber; below: red (Linkerd viz's bands). */
 export const GOOD = 0.99;
 export const WARN = 0.95;
-export const LAYER_GAP = 240;
+export const LAYER_GAP = 280;
 export const ROW_GAP = 90;
-export const MARGIN = 80;
+/** Room around the boxes (the page draws them 164 px wide, centred on x) and for edges bowing below. */
+export const MARGIN = 100;
 
 /** Each client-side edge's responses over the window, by classification (the series `weft edges` reads). */
 export function trafficQuery(kind: Kind, window: string): string {
@@ -214,7 +215,7 @@ export function shapeGraph(
   return {
     nodes: placed,
     edges: out,
-    width: 2 * MARGIN + maxLayer * LAYER_GAP + 120,
-    height: MARGIN + maxRow * ROW_GAP,
+    width: 2 * MARGIN + maxLayer * LAYER_GAP,
+    height: MARGIN + maxRow * ROW_GAP + 40,
   };
 }

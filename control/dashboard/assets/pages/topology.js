@@ -23,11 +23,16 @@ function short(text, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-function edgeLabel(e) {
+/** `said` holds the (source, reason) pairs already labelled: edges fanning out of one node say why once. */
+function edgeLabel(e, said) {
   const parts = [];
   if (e.successRate !== undefined) parts.push(`${fmtRps(e.rps)} ${fmtSuccess(e.successRate)}`);
   if (e.failing) parts.push("failing");
-  if (!e.mtls) parts.push(`no mTLS: ${e.noTlsText}`);
+  if (!e.mtls) {
+    const k = `${e.from}\u0000${e.noTlsReason}`;
+    parts.push(said.has(k) ? "no mTLS" : `no mTLS: ${e.noTlsText}`);
+    said.add(k);
+  }
   return parts.join(" · ");
 }
 
@@ -72,30 +77,31 @@ function draw(data, showNs) {
     ),
   );
   const edges = s("g", { class: "edges" });
+  const said = new Set();
   for (const e of data.edges) {
     const a = byId.get(e.from), b = byId.get(e.to);
     if (!a || !b) continue;
-    let d, lx, ly;
+    // Cubic Béziers [start, control, control, end]; labels sit 60% of the way, so edges that share a source
+    // (the unmeshed clients) put theirs apart.
+    let c;
     if (a.id === b.id) {
       const x = a.x, y = a.y - NODE_H / 2;
-      d = `M ${x - 20} ${y} C ${x - 40} ${y - 50}, ${x + 40} ${y - 50}, ${x + 20} ${y}`;
-      lx = x;
-      ly = y - 42;
+      c = [[x - 20, y], [x - 40, y - 50], [x + 40, y - 50], [x + 20, y]];
     } else if (b.layer > a.layer) {
       const x1 = a.x + NODE_W / 2, x2 = b.x - NODE_W / 2, mx = (x1 + x2) / 2;
-      d = `M ${x1} ${a.y} C ${mx} ${a.y}, ${mx} ${b.y}, ${x2} ${b.y}`;
-      lx = mx;
-      ly = (a.y + b.y) / 2 - 6;
+      c = [[x1, a.y], [mx, a.y], [mx, b.y], [x2, b.y]];
     } else {
       // Same layer or backwards (a cycle): bow below both boxes so it does not cross them.
-      const x1 = a.x, x2 = b.x, y1 = a.y + NODE_H / 2, y2 = b.y + NODE_H / 2;
-      const bow = Math.max(y1, y2) + 40;
-      d = `M ${x1} ${y1} C ${x1} ${bow}, ${x2} ${bow}, ${x2} ${y2}`;
-      lx = (x1 + x2) / 2;
-      ly = bow - 6;
+      const y1 = a.y + NODE_H / 2, y2 = b.y + NODE_H / 2, bow = Math.max(y1, y2) + 40;
+      c = [[a.x, y1], [a.x, bow], [b.x, bow], [b.x, y2]];
     }
+    const d = `M ${c[0].join(" ")} C ${c[1].join(" ")}, ${c[2].join(" ")}, ${c[3].join(" ")}`;
+    const t = 0.6, u = 1 - t;
+    const at = (k) =>
+      u * u * u * c[0][k] + 3 * u * u * t * c[1][k] + 3 * u * t * t * c[2][k] + t * t * t * c[3][k];
+    const lx = at(0), ly = at(1) - 5;
     const tone = e.tone;
-    const label = edgeLabel(e);
+    const label = edgeLabel(e, said);
     const g = s(
       "g",
       {
