@@ -11,7 +11,7 @@
  * Bounded: at most `limit` requests (the tap API ends there) and `duration` seconds; rows wait in a queue of
  * `queueCapacity` for a slow viewer, beyond which they are dropped and counted. The upstream tap is aborted
  * when the viewer goes away (the request's signal, or the stream cancelled); an empty line after
- * `heartbeatMs` of silence makes a viewer that left behind a port-forward noticed on the next write.
+ * `heartbeatMs` (1 s) of silence makes a viewer that left behind a port-forward noticed on the next write.
  */
 import type { TapLine } from "../tap/event_json.ts";
 import { ApiError, type ApiRoute } from "./server.ts";
@@ -40,7 +40,9 @@ export type RowsEnd = {
 };
 
 export function tapRowsRoute(o: TapRowsOptions): ApiRoute {
-  const heartbeatMs = o.heartbeatMs ?? 5000;
+  // Short: the write is how a viewer that left (behind a port-forward) is noticed, and each second it runs on
+  // costs the proxies a tap.
+  const heartbeatMs = o.heartbeatMs ?? 1000;
   const capacity = o.queueCapacity ?? 1000;
   return (p, signal) => {
     let q;
