@@ -159,6 +159,7 @@ export function render(root, params, signal) {
   };
 
   const setUrl = (q, run) => {
+    if (signal.aborted) return; // the viewer went to another page: its URL is not ours to rewrite
     const u = new URLSearchParams(q);
     if (run) u.set("run", "1");
     history.replaceState(null, "", `/tap${u.size ? `?${u}` : ""}`);
