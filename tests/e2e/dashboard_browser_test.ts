@@ -76,27 +76,34 @@ Deno.test({
         const errors = collectErrors(page);
         await page.setViewport({ width: vp.width, height: vp.height });
 
-        await t.step(`${vp.name}: overview lists ${DEMO_SERVICES.join(", ")} with non-zero RPS`, async () => {
-          await open(page, base, Pages.overview);
-          const want = JSON.stringify(DEMO_SERVICES);
-          await waitForExpr(
-            page,
-            `${want}.every((n) => [...document.querySelectorAll('${Sel.serviceRow}')].some((r) =>
-               ${NAMES_EXPR}(r.dataset.name || '', n) && Number(r.dataset.rps) > 0))`,
-            DATA_MS,
-            `service rows for ${want} with data-rps > 0`,
+        for (const [label, path] of [["overview", Pages.overview], ["workloads", Pages.workloads]]) {
+          await t.step(
+            `${vp.name}: ${label} lists ${DEMO_SERVICES.join(", ")} with non-zero RPS`,
+            async () => {
+              await open(page, base, path);
+              const want = JSON.stringify(DEMO_SERVICES);
+              await waitForExpr(
+                page,
+                `${want}.every((n) => [...document.querySelectorAll('${Sel.serviceRow}')].some((r) =>
+                 r.dataset.namespace === '${DEMO_NS}' && ${NAMES_EXPR}(r.dataset.name || '', n) &&
+                 Number(r.dataset.rps) > 0))`,
+                DATA_MS,
+                `service rows for ${want} with data-rps > 0`,
+              );
+              const rows = await pageEval<{ name: string; rps: number; visible: boolean }[]>(
+                page,
+                `[...document.querySelectorAll('${Sel.serviceRow}')]
+                 .filter((r) => r.dataset.namespace === '${DEMO_NS}').map((r) => ({ name: r.dataset.name,
+                 rps: Number(r.dataset.rps), visible: r.getClientRects().length > 0 }))`,
+              );
+              for (const n of DEMO_SERVICES) {
+                const row = rows.find((r) => r.name === n || r.name.endsWith(`/${n}`));
+                assert.ok(row?.visible, `${n}'s row is not rendered visibly: ${JSON.stringify(rows)}`);
+              }
+              await shot(page, dir, `${label}-${vp.name}`);
+            },
           );
-          const rows = await pageEval<{ name: string; rps: number; visible: boolean }[]>(
-            page,
-            `[...document.querySelectorAll('${Sel.serviceRow}')].map((r) => ({ name: r.dataset.name,
-               rps: Number(r.dataset.rps), visible: r.getClientRects().length > 0 }))`,
-          );
-          for (const n of DEMO_SERVICES) {
-            const row = rows.find((r) => r.name === n || r.name.endsWith(`/${n}`));
-            assert.ok(row?.visible, `${n}'s row is not rendered visibly: ${JSON.stringify(rows)}`);
-          }
-          await shot(page, dir, `overview-${vp.name}`);
-        });
+        }
 
         await t.step(`${vp.name}: topology draws the demo's edges`, async () => {
           await open(page, base, Pages.topology);
@@ -104,6 +111,7 @@ Deno.test({
           await waitForExpr(
             page,
             `${want}.every(([f, to]) => [...document.querySelectorAll('${Sel.edge}')].some((e) =>
+               e.dataset.fromNs === '${DEMO_NS}' && e.dataset.toNs === '${DEMO_NS}' &&
                ${NAMES_EXPR}(e.dataset.from || '', f) && ${NAMES_EXPR}(e.dataset.to || '', to) &&
                Number(e.dataset.rps) > 0))`,
             DATA_MS,
@@ -111,7 +119,8 @@ Deno.test({
           );
           const edges = await pageEval<{ from: string; to: string; mtls: string; drawn: boolean }[]>(
             page,
-            `[...document.querySelectorAll('${Sel.edge}')].map((e) => ({ from: e.dataset.from, to: e.dataset.to,
+            `[...document.querySelectorAll('${Sel.edge}')].filter((e) => e.dataset.fromNs === '${DEMO_NS}' &&
+               e.dataset.toNs === '${DEMO_NS}').map((e) => ({ from: e.dataset.from, to: e.dataset.to,
                mtls: e.dataset.mtls, drawn: e.getBoundingClientRect().width + e.getBoundingClientRect().height > 0 }))`,
           );
           for (const [from, to] of DEMO_EDGES) {
@@ -122,8 +131,14 @@ Deno.test({
             // The demo is meshed end to end: every one of its edges is mTLS.
             assert.equal(e.mtls, "true", `edge ${from} → ${to} is not marked mTLS: ${JSON.stringify(e)}`);
           }
-          const nodes = await pageEval<number>(page, `document.querySelectorAll('${Sel.node}').length`);
-          assert.ok(nodes >= 5, `only ${nodes} nodes drawn for the demo's 5 workloads`);
+          const nodes = await pageEval<string[]>(
+            page,
+            `[...document.querySelectorAll('${Sel.node}')].filter((n) => n.dataset.namespace === '${DEMO_NS}')
+               .map((n) => n.dataset.name)`,
+          );
+          for (const name of new Set(DEMO_EDGES.flat())) {
+            assert.ok(nodes.includes(name), `no node for ${DEMO_NS}/${name}: ${nodes}`);
+          }
           await shot(page, dir, `topology-${vp.name}`);
         });
 
@@ -151,12 +166,19 @@ Deno.test({
             DATA_MS,
             "at least 2 chart paths with 2 or more points",
           );
-          const view = await pageEval<{ path: string; text: string }>(
+          const view = await pageEval<{ path: string; title: string; current: string }>(
             page,
-            `({ path: location.pathname, text: (document.querySelector('main') || document.body).innerText })`,
+            `({ path: location.pathname,
+                title: (document.querySelector('${Sel.workloadTitle}') || {}).textContent || '',
+                current: (document.querySelector('${Sel.navLink}[aria-current=page]') || {}).textContent || '' })`,
           );
           assert.equal(view.path, Pages.workload("web"), "the shell rewrote the deep link");
-          assert.match(view.text, /\bweb\b/, "the workload page does not name the workload");
+          assert.equal(view.title.trim(), "web", "the workload page's title does not name the workload");
+          assert.equal(
+            view.current.trim(),
+            "Workloads",
+            "the nav does not mark Workloads as the current page",
+          );
           await shot(page, dir, `workload-${vp.name}`);
         });
 

@@ -19,26 +19,36 @@ export const DEMO_EDGES: readonly [string, string][] = [
   ["grpc-load", "grpc"],
 ];
 
-/** The pages' data hooks, in one place so the test and the benchmark agree with control/dashboard/assets. */
+/** The pages' data hooks (control/dashboard/assets), in one place so the test and the benchmark agree. */
 export const Sel = {
   serviceRow: `[data-test="service-row"]`,
   node: `[data-test="node"]`,
   edge: `[data-test="edge"]`,
   tapRow: `[data-test="tap-row"]`,
   chart: `[data-test="chart"]`,
-  navLink: `nav a`,
+  workloadTitle: `[data-test="workload-title"]`,
+  /** The main navigation's links (the workload page has a window nav of its own). */
+  navLink: `[data-test="nav"] a`,
 } as const;
 
 export const Pages = {
   overview: "/overview",
   workloads: `/workloads?ns=${DEMO_NS}`,
   topology: `/topology?ns=${DEMO_NS}`,
-  tap: `/tap?ns=${DEMO_NS}`,
+  /** `run=1` starts the tap the link names (pages/tap.js). */
+  tap: `/tap?ns=${DEMO_NS}&resource=deploy/web&run=1`,
   workload: (name: string) => `/namespaces/${DEMO_NS}/deployments/${name}`,
 } as const;
 
+/**
+ * WEFT_DASHBOARD_URL (a dashboard run by hand, e.g. `deno run -A control/main.ts dashboard --addr=127.0.0.1:18084`
+ * while developing the pages), else the cluster's.
+ */
+const DASHBOARD_URL = Deno.env.get("WEFT_DASHBOARD_URL");
+
 /** The dashboard through a port-forward; fails naming what is missing when it is not deployed. */
 export async function openDashboard(signal?: AbortSignal): Promise<PortForward> {
+  if (DASHBOARD_URL) return { url: DASHBOARD_URL.replace(/\/$/, ""), close: () => Promise.resolve() };
   let svc: Json;
   try {
     svc = await kjson(["-n", CONTROL_PLANE_NS, "get", "service", DASHBOARD_SERVICE, "-o", "json"]);
