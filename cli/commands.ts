@@ -11,6 +11,7 @@ import { statCommand } from "./stat.ts";
 import { tapCommand } from "./tap.ts";
 import { topCommand } from "./top.ts";
 import { diagnosticsCommand } from "./diagnostics/command.ts";
+import { dashboardCommand } from "./dashboard.ts";
 import { uninjectCommand } from "./uninject.ts";
 
 export const COMMANDS: readonly Command[] = [
@@ -23,4 +24,5 @@ export const COMMANDS: readonly Command[] = [
   tapCommand,
   diagnosticsCommand,
   uninjectCommand,
+  dashboardCommand,
 ];

@@ -25,6 +25,8 @@ export interface ForwardTarget {
   namespace: string;
   pod: string;
   port: number;
+  /** The local port to listen on (default: one the kernel picks). */
+  localPort?: number;
 }
 
 export async function portForward(kc: KubeConfig, t: ForwardTarget): Promise<Forward> {
@@ -65,7 +67,7 @@ export async function portForward(kc: KubeConfig, t: ForwardTarget): Promise<For
   });
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port));
+    server.listen(t.localPort ?? 0, "127.0.0.1", () => resolve((server.address() as net.AddressInfo).port));
   });
   return {
     port,

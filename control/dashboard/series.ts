@@ -45,7 +45,7 @@ export function toPoints(values: readonly [number, number][], g: Grid): (number 
   const out: (number | null)[] = new Array(g.count).fill(null);
   for (const [t, v] of values) {
     const i = Math.round((t - g.start) / g.step);
-    if (i < 0 || i >= g.count || Math.abs(t - (g.start + i * g.step)) > g.step / 2) continue;
+    if (i < 0 || i >= g.count || Math.abs(t - (g.start + i * g.step)) >= g.step / 2) continue;
     out[i] = Number.isFinite(v) ? v : null;
   }
   return out;
