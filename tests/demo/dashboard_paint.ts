@@ -70,7 +70,7 @@ const session = await launchBrowser({ signal: abort });
 try {
   const chromium = await session.browser.version();
   console.log(
-    `dashboard paint benchmark: ${pf.url} via kubectl port-forward, ${chromium}, 1280×800, ${runs} cold runs`,
+    `dashboard paint benchmark: ${pf.url} (${pf.via}), ${chromium}, 1280×800, ${runs} cold runs`,
   );
   for (const target of TARGETS) {
     const results: Run[] = [];

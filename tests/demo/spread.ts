@@ -16,8 +16,9 @@ export function spread(what: string, values: readonly number[]): Spread {
   return { median, min: v[0], max: v[v.length - 1], n: v.length };
 }
 
-/** "412 ms (380–455, n=5)" with `digits` decimals and the unit. */
+/** "412 ms (380–455, n=5)" with `digits` decimals and the unit (none for a count). */
 export function formatSpread(s: Spread, unit: string, digits = 0): string {
   const f = (x: number) => x.toFixed(digits);
-  return `${f(s.median)} ${unit} (${f(s.min)}–${f(s.max)}, n=${s.n})`;
+  const u = unit ? ` ${unit}` : "";
+  return `${f(s.median)}${u} (${f(s.min)}–${f(s.max)}, n=${s.n})`;
 }

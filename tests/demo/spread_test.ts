@@ -13,4 +13,5 @@ Deno.test("spread: nothing measured is an error naming the figure", () => {
 
 Deno.test("formatSpread: median, range and count", () => {
   assert.equal(formatSpread({ median: 412.4, min: 380, max: 455.6, n: 5 }, "ms"), "412 ms (380–456, n=5)");
+  assert.equal(formatSpread({ median: 10, min: 9, max: 12, n: 3 }, ""), "10 (9–12, n=3)");
 });

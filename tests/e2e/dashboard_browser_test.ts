@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { type BrowserSession, launchBrowser, type Page, pageEval, waitForExpr } from "./lib/browser.ts";
 import {
+  type DashboardAccess,
   DEMO_EDGES,
   DEMO_NS,
   DEMO_SERVICES,
@@ -15,7 +16,6 @@ import {
   Sel,
 } from "./lib/dashboard.ts";
 import { requireMesh } from "./lib/kube.ts";
-import type { PortForward } from "./lib/port_forward.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const VIEWPORTS = [{ name: "wide", width: 1280, height: 800 }, { name: "narrow", width: 400, height: 800 }];
@@ -63,10 +63,11 @@ Deno.test({
     console.log(`dashboard screenshots: ${dir}`);
 
     const abort = AbortSignal.timeout(300_000);
-    let pf: PortForward | undefined;
+    let pf: DashboardAccess | undefined;
     let session: BrowserSession | undefined;
     try {
       pf = await openDashboard(abort);
+      console.log(`dashboard at ${pf.url} (${pf.via})`);
       session = await launchBrowser({ signal: abort });
       const base = pf.url;
       const browser = session.browser;

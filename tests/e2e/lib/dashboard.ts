@@ -46,9 +46,20 @@ export const Pages = {
  */
 const DASHBOARD_URL = Deno.env.get("WEFT_DASHBOARD_URL");
 
+export interface DashboardAccess extends PortForward {
+  /** How it is reached, for the output. */
+  via: string;
+}
+
 /** The dashboard through a port-forward; fails naming what is missing when it is not deployed. */
-export async function openDashboard(signal?: AbortSignal): Promise<PortForward> {
-  if (DASHBOARD_URL) return { url: DASHBOARD_URL.replace(/\/$/, ""), close: () => Promise.resolve() };
+export async function openDashboard(signal?: AbortSignal): Promise<DashboardAccess> {
+  if (DASHBOARD_URL) {
+    return {
+      url: DASHBOARD_URL.replace(/\/$/, ""),
+      close: () => Promise.resolve(),
+      via: "WEFT_DASHBOARD_URL",
+    };
+  }
   let svc: Json;
   try {
     svc = await kjson(["-n", CONTROL_PLANE_NS, "get", "service", DASHBOARD_SERVICE, "-o", "json"]);
@@ -60,7 +71,8 @@ export async function openDashboard(signal?: AbortSignal): Promise<PortForward> 
     );
   }
   const port = (svc.spec?.ports as Json[] | undefined)?.[0]?.port ?? Ports.dashboard;
-  return await portForward(CONTROL_PLANE_NS, DASHBOARD_SERVICE, port, { signal });
+  const pf = await portForward(CONTROL_PLANE_NS, DASHBOARD_SERVICE, port, { signal });
+  return { ...pf, via: `kubectl port-forward svc/${DASHBOARD_SERVICE}:${port}` };
 }
 
 /** The demo's deployments that are not available (empty when the demo runs). */
