@@ -4,11 +4,11 @@ import { lastValue, linePath, niceMax, timeTicks } from "./chart_math.js";
 
 const W = 320;
 const H = 140;
-const BOX = { x: 42, y: 8, width: W - 50, height: H - 30 };
+const BOX = { x: 46, y: 8, width: W - 54, height: H - 30 };
 
 /**
  * A figure with one line per series: { title, metric, direction, series: [{ label, cls, points }], start,
- * step, format, yMax? }. The first series' latest value is shown beside the title.
+ * step, format, axisFormat?, yMax? }. The first series' latest value is shown beside the title.
  */
 export function lineChart(o) {
   const all = o.series.flatMap((x) => x.points);
@@ -24,7 +24,11 @@ export function lineChart(o) {
     const y = BOX.y + BOX.height * (1 - f);
     svg.append(
       s("line", { class: "gridline", x1: BOX.x, x2: BOX.x + BOX.width, y1: y, y2: y }),
-      s("text", { class: "axis", x: BOX.x - 4, y: y + 3, "text-anchor": "end" }, o.format(yMax * f)),
+      s(
+        "text",
+        { class: "axis", x: BOX.x - 4, y: y + 3, "text-anchor": "end" },
+        (o.axisFormat ?? o.format)(yMax * f),
+      ),
     );
   }
   const n = o.series[0]?.points.length ?? 0;

@@ -1,0 +1,126 @@
+// Cluster e2e: the deployed dashboard's API, through a port-forward as `weft dashboard` reaches it, with the
+// demo running (`deno task demo`): the demo's three request-serving services appear with non-zero RPS, the
+// workload charts have points, the overview's checks and certificates are there; and a viewer can change
+// nothing — every method but GET is refused, and the dashboard's ServiceAccount may not write.
+import assert from "node:assert/strict";
+import { kubectl, requireMesh } from "./lib/kube.ts";
+import { DEMO_NS, DEMO_SERVICES, demoNotRunning, openDashboard } from "./lib/dashboard.ts";
+import { waitFor } from "./lib/wait.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const SA = "system:serviceaccount:weft:weft-dashboard";
+
+async function getJson(base: string, path: string) {
+  const r = await fetch(base + path, { signal: AbortSignal.timeout(30_000) });
+  const text = await r.text();
+  assert.equal(r.status, 200, `${path}: HTTP ${r.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+Deno.test({
+  name: "dashboard API: demo services with RPS, charts, overview; read-only for the viewer",
+  ...opts,
+  async fn(t) {
+    await requireMesh();
+    assert.deepEqual(await demoNotRunning(), [], `the demo is not running in ${DEMO_NS} (deno task demo)`);
+    const pf = await openDashboard(AbortSignal.timeout(180_000));
+    try {
+      const base = pf.url;
+
+      await t.step(`/api/stat lists ${DEMO_SERVICES.join(", ")} with non-zero RPS`, async () => {
+        let rows: { name: string; rps: number | null; success: number | null }[] = [];
+        await waitFor(`RPS for ${DEMO_SERVICES.join(", ")}`, async () => {
+          rows = (await getJson(base, `/api/stat?ns=${DEMO_NS}&kind=deployment&window=1m`)).rows;
+          return DEMO_SERVICES.every((n) => (rows.find((r) => r.name === n)?.rps ?? 0) > 0);
+        }, { timeoutMs: 90_000, describe: () => JSON.stringify(rows) });
+        for (const n of DEMO_SERVICES) {
+          const r = rows.find((x) => x.name === n)!;
+          console.log(`  ${n}: ${r.rps?.toFixed(2)} rps, success ${r.success}`);
+        }
+      });
+
+      await t.step("/api/series for web: inbound and outbound charts with points on a 5m grid", async () => {
+        const s = await getJson(base, `/api/series?ns=${DEMO_NS}&kind=deployment&name=web&window=5m`);
+        assert.equal(s.count, 31);
+        for (const dir of ["inbound", "outbound"]) {
+          for (const k of ["rps", "success", "p50", "p95", "p99"]) {
+            assert.equal(s[dir][k].length, s.count, `${dir}.${k}`);
+          }
+        }
+        const inRps = s.inbound.rps.filter((v: number | null) => v !== null && v > 0);
+        const outRps = s.outbound.rps.filter((v: number | null) => v !== null && v > 0);
+        assert.ok(inRps.length >= 2, `inbound RPS points: ${JSON.stringify(s.inbound.rps)}`);
+        assert.ok(outRps.length >= 2, `web calls api: outbound RPS points ${JSON.stringify(s.outbound.rps)}`);
+        assert.ok(s.inbound.p99.some((v: number | null) => v !== null && v > 0), "p99 points");
+      });
+
+      await t.step(
+        "/api/overview: checks run, certificates with days left, the demo namespace meshed",
+        async () => {
+          const o = await getJson(base, "/api/overview");
+          const names = o.checks.map((c: { group: string; name: string }) => `${c.group}/${c.name}`);
+          for (const want of ["cluster/API server", "control plane/weft-dashboard", "data plane/proxies"]) {
+            assert.ok(names.includes(want), `${want} in ${names}`);
+          }
+          const fails = o.checks.filter((c: { outcome: string }) => c.outcome === "fail");
+          assert.deepEqual(
+            fails,
+            [],
+            "no check fails with read-only access (a forbidden read would fail here)",
+          );
+          assert.ok(o.skipped.length > 0);
+          const roles = o.certificates.map((c: { role: string; daysLeft: number }) => c.role);
+          assert.ok(roles.includes("anchor") && roles.includes("issuer"), JSON.stringify(o.certificates));
+          for (const c of o.certificates) assert.ok(c.daysLeft > 0, JSON.stringify(c));
+          const demo = o.namespaces.find((n: { name: string }) => n.name === DEMO_NS);
+          assert.ok(demo?.meshed >= 5, JSON.stringify(demo));
+        },
+      );
+
+      await t.step("/api/routes and /api/policy answer for web", async () => {
+        const r = await getJson(base, `/api/routes?ns=${DEMO_NS}&kind=deployment&name=web&window=1m`);
+        assert.ok(r.rows.length > 0, "web's inbound routes");
+        const p = await getJson(base, `/api/policy?ns=${DEMO_NS}&kind=deployment&name=web`);
+        assert.ok(p.defaultPolicy.value, JSON.stringify(p));
+      });
+
+      await t.step("attack: POST/PUT/PATCH/DELETE are refused and change nothing", async () => {
+        for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+          for (const path of ["/api/stat", "/api/tap?ns=weft-demo&resource=deploy/web", "/overview"]) {
+            const r = await fetch(base + path, { method, body: "{}", signal: AbortSignal.timeout(10_000) });
+            await r.body?.cancel();
+            assert.equal(r.status, 405, `${method} ${path}`);
+          }
+        }
+        const r = await fetch(base + "/api/stat", { headers: { host: "evil.example" } });
+        await r.body?.cancel();
+        assert.equal(r.status, 421, "a foreign Host (DNS rebinding) is refused");
+      });
+
+      await t.step("attack: the dashboard's ServiceAccount cannot write or read Secrets", async () => {
+        for (
+          const [verb, res] of [
+            ["create", "pods"],
+            ["delete", "pods"],
+            ["patch", "deployments"],
+            ["create", "pods/exec"],
+            ["get", "secrets"],
+            ["list", "secrets"],
+            ["update", "configmaps"],
+            ["create", "servers.policy.linkerd.io"],
+            ["get", "pods/proxy"],
+          ]
+        ) {
+          for (const ns of ["weft", DEMO_NS]) {
+            const r = await kubectl(["auth", "can-i", `--as=${SA}`, "-n", ns, verb, res]);
+            assert.equal(r.stdout.trim(), "no", `${SA} can ${verb} ${res} in ${ns}`);
+          }
+        }
+        const yes = await kubectl(["auth", "can-i", `--as=${SA}`, "-n", DEMO_NS, "list", "pods"]);
+        assert.equal(yes.stdout.trim(), "yes", "it can read what the pages show");
+      });
+    } finally {
+      await pf.close();
+    }
+  },
+});
