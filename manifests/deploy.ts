@@ -52,6 +52,7 @@ import { PROMETHEUS_IMAGE } from "../images/build.ts";
 import { renderStore } from "./metrics/render_store.ts";
 import { waitForProxyTargets } from "./metrics/wait_targets.ts";
 import { type MetricsStore, PROMETHEUS_DEPLOYMENT } from "./metrics/store.ts";
+import { apiServerAuthentication, guardedPortObjects, podNetworks, TAP_PORT } from "./port_policy.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 export const CONTROL_PLANE_DIR = `${HERE}control-plane`;
@@ -71,6 +72,10 @@ export interface DeployOptions {
   progress: Progress;
   /** The metrics store (default: the embedded Prometheus). */
   metrics?: MetricsStore;
+  /** The cluster's pod networks (--pod-networks); default: every node's spec.podCIDRs. */
+  podNetworks?: string[];
+  /** Host addresses inside the pod networks the API server connects from (--api-server-sources). */
+  apiServerSources?: string[];
 }
 
 export interface DeploySummary {
@@ -444,7 +449,21 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
   const whCounts = await applier.apply(wh.objects);
   progress.done("webhook certificates", `${wh.detail} (${counts(whCounts)})`);
 
-  const rendered = await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), {
+  // Who may call weft-tap's 8089 and weft-prometheus' 9090: the API server, told apart from pods by address.
+  const nets = podNetworks(
+    o.podNetworks ? [] : await kube.list<{ spec?: { podCIDRs?: string[] } }>("/api/v1/nodes"),
+    o.podNetworks,
+    o.apiServerSources,
+  );
+  progress.done(
+    "pod networks",
+    `${nets.networks.join(", ")}${o.podNetworks ? " (--pod-networks)" : " (nodes' podCIDRs)"}; API server ` +
+      `admitted from outside them${
+        nets.hostSources.length ? ` and from ${nets.hostSources.join(", ")}` : ""
+      }`,
+  );
+  const portPolicy = [apiServerAuthentication(NAMESPACE, nets), ...guardedPortObjects(NAMESPACE, TAP_PORT)];
+  const rendered = await renderControlPlane([...docs.filter((d) => d.kind !== "Namespace"), ...portPolicy], {
     image: image.name,
     imagePullPolicy: o.imagePullPolicy,
     imageDigest: image.digest,

@@ -48,6 +48,9 @@ const KINDS: Record<string, KindInfo> = {
   },
   "linkerd.io/v1alpha2/ServiceProfile": { plural: "serviceprofiles", namespaced: true },
   "policy.linkerd.io/v1beta3/Server": { plural: "servers", namespaced: true },
+  "policy.linkerd.io/v1alpha1/AuthorizationPolicy": { plural: "authorizationpolicies", namespaced: true },
+  "policy.linkerd.io/v1alpha1/MeshTLSAuthentication": { plural: "meshtlsauthentications", namespaced: true },
+  "policy.linkerd.io/v1alpha1/NetworkAuthentication": { plural: "networkauthentications", namespaced: true },
 };
 
 /** Apply order: what others refer to comes first (webhook configurations are applied separately, last). */
@@ -63,6 +66,11 @@ export const APPLY_ORDER = [
   "Secret",
   "Service",
   "PodDisruptionBudget",
+  // Port policy before the pods it guards; the policies before their Server, which denies all until they exist.
+  "NetworkAuthentication",
+  "MeshTLSAuthentication",
+  "AuthorizationPolicy",
+  "Server",
   "Deployment",
   "MutatingWebhookConfiguration",
   "ValidatingWebhookConfiguration",

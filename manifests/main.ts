@@ -33,6 +33,10 @@ import type { TargetFlags } from "./target.ts";
 import { undeploy } from "./undeploy.ts";
 import { type MetricsStore, parseMetricsStore } from "./metrics/store.ts";
 import { renderStore } from "./metrics/render_store.ts";
+import { apiServerAuthentication, guardedPortObjects, podNetworks, TAP_PORT } from "./port_policy.ts";
+
+/** `render` has no cluster to read podCIDRs from: the local cluster's pod network stands in. */
+const RENDER_POD_NETWORK = "10.244.0.0/16";
 
 export const USAGE =
   `usage: deno task deploy | undeploy | mesh:check [flags]   (manifests/main.ts deploy|undeploy|check|render)
@@ -49,6 +53,11 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
   --certs-dir=DIR                default: ~/.local/state/weft/<api-server>
   --prometheus=embedded|none     the metrics store: a Prometheus in namespace weft (default), or none
   --prometheus-url=URL           use this Prometheus instead (recorded in ConfigMap weft/weft-metrics)
+  --pod-networks=CIDR,...        the pod networks (default: every node's spec.podCIDRs); weft-tap's 8089 and
+                                 weft-prometheus' 9090 admit plaintext clients only from outside them
+  --api-server-sources=IP,...    addresses inside the pod networks the API server reaches pods from
+                                 (default: the first address of each pod network, a bridge CNI's gateway;
+                                 empty: none)
   --timeout=5m
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
@@ -58,7 +67,8 @@ check      health of the control plane, webhooks, certificates and proxies; exit
                                  (a trust anchor / the identity issuer expiring within it fails)
 render     print the rendered control plane and embedded metrics store as YAML (throwaway certificates,
            Secrets redacted)
-  --image=REF --image-pull-policy=... --native-sidecar=true|false`;
+  --image=REF --image-pull-policy=... --native-sidecar=true|false
+  --pod-networks=CIDR,... --api-server-sources=IP,...   (default pod networks here: ${RENDER_POD_NETWORK})`;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -79,6 +89,8 @@ export interface ParsedArgs {
   keepCrds: boolean;
   nativeSidecars: boolean;
   metrics: MetricsStore;
+  podNetworks?: string[];
+  apiServerSources?: string[];
 }
 
 const FLAGS: Record<ParsedArgs["command"], string[]> = {
@@ -96,10 +108,12 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "timeout",
     "prometheus",
     "prometheus-url",
+    "pod-networks",
+    "api-server-sources",
   ],
   undeploy: ["kubeconfig", "keep-crds", "timeout"],
   check: ["kubeconfig", "threshold", "anchor-threshold", "issuer-threshold"],
-  render: ["image", "image-pull-policy", "native-sidecar"],
+  render: ["image", "image-pull-policy", "native-sidecar", "pod-networks", "api-server-sources"],
 };
 const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind"]);
 
@@ -167,7 +181,14 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     keepCrds: bool("keep-crds"),
     nativeSidecars: str("native-sidecar") !== "false",
     metrics: metricsFlags(str("prometheus"), str("prometheus-url")),
+    podNetworks: list(str("pod-networks")),
+    apiServerSources: list(str("api-server-sources")),
   };
+}
+
+/** A comma-separated flag value; "" is an empty list (a given, empty flag), absent is undefined. */
+function list(v: string | undefined): string[] | undefined {
+  return v === undefined ? undefined : v.split(",").map((x) => x.trim()).filter((x) => x !== "");
 }
 
 function metricsFlags(prometheus: string | undefined, url: string | undefined): MetricsStore {
@@ -221,11 +242,14 @@ async function render(a: ParsedArgs): Promise<string> {
     nativeSidecars: a.nativeSidecars,
     webhookCaPem: ca.certPem,
   };
+  const nets = podNetworks([], a.podNetworks ?? [RENDER_POD_NETWORK], a.apiServerSources);
   const objects: Manifest[] = [
     ...docs.filter((d) => d.kind === "Namespace"),
     ...identityObjects(id.material),
     ...webhookObjects(ca, serving),
     ...await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), params),
+    apiServerAuthentication(NAMESPACE, nets),
+    ...guardedPortObjects(NAMESPACE, TAP_PORT),
     // The embedded metrics store, as a default deploy applies it.
     ...(await renderStore({ mode: "embedded" }, { ...params, prometheusImage: PROMETHEUS_IMAGE })).apply,
   ];
@@ -286,6 +310,8 @@ export async function main(args: string[]): Promise<number> {
       timeoutMs: a.timeoutMs,
       progress,
       metrics: a.metrics,
+      podNetworks: a.podNetworks,
+      apiServerSources: a.apiServerSources,
     });
     return 0;
   } catch (e) {

@@ -7,6 +7,7 @@
  *   --admin-addr=0.0.0.0:9998         /live /ready /metrics
  *   --controller-namespace=weft       pods labelled linkerd.io/control-plane-ns=<this> are tappable
  *   --max-sessions=16                 taps served at once
+ *   --meshed-clients=ID,...           meshed identities admitted besides the API server (default: none)
  *   --kubeconfig=PATH                 (env KUBECONFIG; in-cluster config when unset)
  *
  * Pods are watched cluster-wide (list/watch pods); the component is ready once that cache has synced.
@@ -30,6 +31,7 @@ export interface TapConfig {
   adminPort: number;
   controlPlaneNamespace: string;
   maxSessions: number;
+  meshedClients: string[];
   kubeconfig: string | undefined;
 }
 
@@ -38,6 +40,7 @@ const FLAGS: readonly FlagSpec[] = [
   flag("admin-addr"),
   flag("controller-namespace"),
   flag("max-sessions"),
+  flag("meshed-clients"),
   flag("kubeconfig", { env: "KUBECONFIG" }),
 ];
 
@@ -57,6 +60,7 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     adminPort: admin.port,
     controlPlaneNamespace: flags.get("controller-namespace") ?? DEFAULT_CONTROL_PLANE_NAMESPACE,
     maxSessions,
+    meshedClients: (flags.get("meshed-clients") ?? "").split(",").map((x) => x.trim()).filter((x) => x),
     kubeconfig: flags.get("kubeconfig"),
   };
 }
@@ -104,6 +108,7 @@ export async function main(args: string[]): Promise<void> {
     controlPlaneNamespace: cfg.controlPlaneNamespace,
     observe: grpcObserve(),
     maxSessions: cfg.maxSessions,
+    meshedClients: cfg.meshedClients,
     log,
   });
   const server = Deno.serve({

@@ -4,8 +4,8 @@
  *
  *   POST /apis/tap   body: the tap request (request.ts)   → 200 application/x-ndjson, one TapLine per line
  *
- * A request from a meshed pod (one that carries `l5d-client-id`) is refused with 403: taps must come through the
- * API server, whose caller RBAC authorized. Bad requests get a 4xx whose text names what is wrong; a tap of a resource without tappable pods is a
+ * A request from a meshed pod (one that carries `l5d-client-id`) is refused with 403 unless its identity is one of
+ * `meshedClients` (the dashboard): taps must come through the API server, whose caller RBAC authorized. Bad requests get a 4xx whose text names what is wrong; a tap of a resource without tappable pods is a
  * 404 naming why. At most `maxSessions` taps run at once (429 beyond). The stream ends with the tap
  * (limit, pods ended) or when the reader disconnects, which cancels every Observe stream.
  */
@@ -26,6 +26,8 @@ export interface TapApiOptions {
   controlPlaneNamespace: string;
   observe: Observe;
   maxSessions?: number;
+  /** Meshed identities admitted besides the API server (--meshed-clients; the dashboard's). */
+  meshedClients?: readonly string[];
   queueCapacity?: number;
   /** An empty line is written after this long without one, so a reader that left is noticed (default 5 s). */
   heartbeatMs?: number;
@@ -79,7 +81,7 @@ export function tapApi(
     // The API server is not meshed; a meshed pod is (its proxy's l5d-client-id cannot be forged: the pod's
     // proxy strips what a client sends). Only requests through the API server carry the caller's RBAC.
     const meshedCaller = req.headers.get(CLIENT_ID_HEADER);
-    if (meshedCaller) {
+    if (meshedCaller && !o.meshedClients?.includes(meshedCaller)) {
       return text(
         403,
         `the tap API answers the Kubernetes API server's service proxy only, not ${meshedCaller}: use weft tap`,

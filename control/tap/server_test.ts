@@ -18,7 +18,7 @@ const pods: PodLike[] = [{
 async function withServer(
   observe: ReturnType<typeof fakeObserve>,
   fn: (url: string, api: ReturnType<typeof tapApi>) => Promise<void>,
-  opts: { maxSessions?: number; ready?: boolean; heartbeatMs?: number } = {},
+  opts: { maxSessions?: number; ready?: boolean; heartbeatMs?: number; meshedClients?: string[] } = {},
 ) {
   const api = tapApi({
     pods: () => pods,
@@ -27,6 +27,7 @@ async function withServer(
     observe,
     maxSessions: opts.maxSessions,
     heartbeatMs: opts.heartbeatMs,
+    meshedClients: opts.meshedClients,
     log: () => {},
   });
   const ac = new AbortController();
@@ -84,6 +85,29 @@ Deno.test("bad requests get a 4xx naming what is wrong, meshed callers a 403; th
     assert.equal(other.status, 404);
     assert.match(await other.text(), /the tap API is POST \/apis\/tap/);
   });
+});
+
+Deno.test("a meshed caller is admitted only with an identity named in meshedClients, exactly", async () => {
+  const dashboard = "weft-dashboard.weft.serviceaccount.identity.weft.cluster.local";
+  const observe = fakeObserve({ "web-1-a": requestEvents({ stream: 1 }) });
+  await withServer(observe, async (url) => {
+    const as = (id: string) =>
+      fetch(`${url}${TAP_PATH}`, {
+        method: "POST",
+        headers: { "l5d-client-id": id },
+        body: JSON.stringify({ namespace: "a", resource: "deploy/web", limit: 1 }),
+      });
+    const ok = await as(dashboard);
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /"end"/);
+    for (
+      const id of [`x.${dashboard}`, dashboard.replace("weft-dashboard", "weft-dashboardx"), "weft-dashboard"]
+    ) {
+      const r = await as(id);
+      assert.equal(r.status, 403, id);
+      assert.match(await r.text(), /service proxy only/);
+    }
+  }, { meshedClients: [dashboard] });
 });
 
 Deno.test("a tap streams NDJSON lines and ends at its limit", async () => {

@@ -7,6 +7,7 @@ import type { Manifest } from "../kinds.ts";
 import { loadDir, NAMESPACE, renderControlPlane, type RenderParams } from "../render.ts";
 import { DEFAULT_CONFIG_PARAMS, prometheusConfigMap, prometheusConfigYaml } from "./config.ts";
 import { metricsConfigMap, type MetricsStore } from "./store.ts";
+import { guardedPortObjects, PROMETHEUS_PORT } from "../port_policy.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 export const METRICS_DIR = HERE.replace(/\/$/, "");
@@ -36,7 +37,12 @@ export async function renderStore(
   p: StoreRenderParams,
 ): Promise<{ apply: Manifest[]; remove: Manifest[] }> {
   const params = { ...DEFAULT_CONFIG_PARAMS, controlPlaneNamespace: NAMESPACE };
-  const docs = [...await loadDir(METRICS_DIR), prometheusConfigMap(params)];
+  // Port 9090 answers only the API server's service proxy and the dashboard (manifests/port_policy.ts).
+  const docs = [
+    ...await loadDir(METRICS_DIR),
+    prometheusConfigMap(params),
+    ...guardedPortObjects(NAMESPACE, PROMETHEUS_PORT),
+  ];
   if (store.mode !== "embedded") return { apply: [metricsConfigMap(store)], remove: docs };
   const rendered = await renderControlPlane(docs, p);
   const configHash = await sha256(prometheusConfigYaml(params));

@@ -28,14 +28,24 @@ Deno.test("embedded store: Prometheus meshed by the injector's code, both images
   const { apply, remove } = await renderStore({ mode: "embedded" }, PARAMS);
   assert.deepEqual(remove, []);
   assert.deepEqual(names(apply), [
+    "AuthorizationPolicy/weft-prometheus-api-api-server",
+    "AuthorizationPolicy/weft-prometheus-api-clients",
     "ClusterRole/weft-prometheus",
     "ClusterRoleBinding/weft-prometheus",
     "ConfigMap/weft-metrics",
     "ConfigMap/weft-prometheus-config",
     "Deployment/weft-prometheus",
+    "MeshTLSAuthentication/weft-prometheus-api-clients",
+    "Server/weft-prometheus-api",
     "Service/weft-prometheus",
     "ServiceAccount/weft-prometheus",
   ]);
+  // 9090 is guarded: the Server selects the Prometheus pod on the Service's port.
+  const server = apply.find((m) => m.kind === "Server") as Obj;
+  assert.deepEqual(server.spec.podSelector.matchLabels, {
+    "linkerd.io/control-plane-component": "prometheus",
+  });
+  assert.equal(server.spec.port, 9090);
   const d = apply.find((m) => m.kind === "Deployment") as Obj;
   const tpl = d.spec.template;
   const all = [...(tpl.spec.initContainers ?? []), ...tpl.spec.containers];
@@ -60,10 +70,14 @@ Deno.test("no store or an external one: only weft-metrics applied, every embedde
     const { apply, remove } = await renderStore(store, PARAMS);
     assert.deepEqual(names(apply), ["ConfigMap/weft-metrics"]);
     assert.deepEqual(names(remove), [
+      "AuthorizationPolicy/weft-prometheus-api-api-server",
+      "AuthorizationPolicy/weft-prometheus-api-clients",
       "ClusterRole/weft-prometheus",
       "ClusterRoleBinding/weft-prometheus",
       "ConfigMap/weft-prometheus-config",
       "Deployment/weft-prometheus",
+      "MeshTLSAuthentication/weft-prometheus-api-clients",
+      "Server/weft-prometheus-api",
       "Service/weft-prometheus",
       "ServiceAccount/weft-prometheus",
     ]);
