@@ -1,7 +1,7 @@
 /**
  * `deno task bench:dashboard [--runs 5]`: how fast the dashboard shows its data, in a real headless Chromium
  * (Debian's package) at 1280×800, on the cluster in KUBECONFIG with the demo running (`deno task demo`), reached
- * through a port-forward as `weft dashboard` does. Per page and run, from a cold start (a new browser context,
+ * through `weft dashboard --port 0` (its port-forward). Per page and run, from a cold start (a new browser context,
  * HTTP cache disabled):
  *
  *   meaningful paint   ms from navigation start (performance.timeOrigin) to the first animation frame in which the

@@ -1,5 +1,5 @@
 // Cluster e2e: the dashboard in a real headless Chromium (Debian's package) against the local cluster with the demo
-// running, reached through a port-forward as `weft dashboard` does. Each page is loaded at 1280×800 and at a narrow
+// running, reached through `weft dashboard --port 0` (its port-forward). Each page is loaded at 1280×800 and at a narrow
 // 400×800 window and judged on its rendered DOM: the demo's services with non-zero RPS, the demo's edges on the
 // topology, tap rows arriving, the workload page's charts drawn, deep links, keyboard focus and dark mode.
 // Screenshots (PNG) go to $WEFT_ARTIFACTS, else a temporary directory; the test prints where.

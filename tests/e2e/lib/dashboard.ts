@@ -1,12 +1,11 @@
 /**
- * What the dashboard's browser test and paint benchmark share: how the dashboard is reached (a port-forward to the
- * weft-dashboard Service, as `weft dashboard` does — the API server's service proxy would send its own Host,
- * which the dashboard refuses with 421), the demo it is looked at with, and the DOM hooks (`data-test`
+ * What the dashboard's browser test and paint benchmark share: how the dashboard is reached (`weft dashboard`'s
+ * port-forward, as a user opens it — the API server's service proxy would send its own Host, which the
+ * dashboard refuses with 421), the demo it is looked at with, and the DOM hooks (`data-test`
  * attributes) its pages expose.
  */
-import { Ports } from "../../../proto/ports.ts";
 import { CONTROL_PLANE_NS, type Json, kjson } from "./kube.ts";
-import { type PortForward, portForward } from "./port_forward.ts";
+import { type DashboardProcess, startWeftDashboard } from "./weft_dashboard.ts";
 
 export const DASHBOARD_SERVICE = "weft-dashboard";
 export const DEMO_NS = "weft-demo";
@@ -46,12 +45,12 @@ export const Pages = {
  */
 const DASHBOARD_URL = Deno.env.get("WEFT_DASHBOARD_URL");
 
-export interface DashboardAccess extends PortForward {
+export interface DashboardAccess extends DashboardProcess {
   /** How it is reached, for the output. */
   via: string;
 }
 
-/** The dashboard through a port-forward; fails naming what is missing when it is not deployed. */
+/** The dashboard through `weft dashboard`; fails naming what is missing when it is not deployed. */
 export async function openDashboard(signal?: AbortSignal): Promise<DashboardAccess> {
   if (DASHBOARD_URL) {
     return {
@@ -60,9 +59,8 @@ export async function openDashboard(signal?: AbortSignal): Promise<DashboardAcce
       via: "WEFT_DASHBOARD_URL",
     };
   }
-  let svc: Json;
   try {
-    svc = await kjson(["-n", CONTROL_PLANE_NS, "get", "service", DASHBOARD_SERVICE, "-o", "json"]);
+    await kjson(["-n", CONTROL_PLANE_NS, "get", "service", DASHBOARD_SERVICE, "-o", "json"]);
   } catch (e) {
     throw new Error(
       `no ${DASHBOARD_SERVICE} Service in ${CONTROL_PLANE_NS}: run \`deno task deploy\` (${
@@ -70,9 +68,7 @@ export async function openDashboard(signal?: AbortSignal): Promise<DashboardAcce
       })`,
     );
   }
-  const port = (svc.spec?.ports as Json[] | undefined)?.[0]?.port ?? Ports.dashboard;
-  const pf = await portForward(CONTROL_PLANE_NS, DASHBOARD_SERVICE, port, { signal });
-  return { ...pf, via: `kubectl port-forward svc/${DASHBOARD_SERVICE}:${port}` };
+  return { ...await startWeftDashboard({ signal }), via: "weft dashboard --port 0" };
 }
 
 /** The demo's deployments that are not available (empty when the demo runs). */

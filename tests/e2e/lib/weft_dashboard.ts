@@ -1,37 +1,24 @@
 /**
- * `kubectl port-forward` to a Service on a free loopback port, as `weft dashboard` reaches the dashboard: the
- * browser then talks plain HTTP to 127.0.0.1 and the API server tunnels it to a pod of the Service.
+ * `weft dashboard --port 0` as a user runs it: the CLI port-forwards a free loopback port to the Ready dashboard
+ * pod and prints the URL; the browser then talks plain HTTP to localhost. Ended with SIGINT (the user's Ctrl-C).
  */
-import { kubectlBinary } from "../../lib/kubectl_binary.ts";
-import { BIN_CACHE } from "../../cluster/config.ts";
 import { KUBECONFIG } from "./kube.ts";
 
-export interface PortForward {
-  /** http://127.0.0.1:PORT */
+const CLI = new URL("../../../cli/main.ts", import.meta.url).pathname;
+
+export interface DashboardProcess {
+  /** http://localhost:PORT (no path) */
   url: string;
-  /** Idempotent: ends kubectl and waits for it. */
+  /** Idempotent: Ctrl-C, then SIGKILL after 5 s; waits for the CLI to exit. */
   close(): Promise<void>;
 }
 
-export async function portForward(
-  ns: string,
-  service: string,
-  port: number,
+export async function startWeftDashboard(
   opts: { signal?: AbortSignal; timeoutMs?: number } = {},
-): Promise<PortForward> {
+): Promise<DashboardProcess> {
   if (!KUBECONFIG) throw new Error("KUBECONFIG is not set: the cluster tests run through `deno task test`");
-  const child = new Deno.Command(await kubectlBinary(BIN_CACHE), {
-    args: [
-      "--kubeconfig",
-      KUBECONFIG,
-      "port-forward",
-      "-n",
-      ns,
-      "--address",
-      "127.0.0.1",
-      `svc/${service}`,
-      `:${port}`,
-    ],
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", CLI, "dashboard", "--port", "0", "--kubeconfig", KUBECONFIG],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -41,17 +28,22 @@ export async function portForward(
   const close = () => {
     closed ??= (async () => {
       opts.signal?.removeEventListener("abort", onAbort);
+      const kill = setTimeout(() => {
+        try {
+          child.kill("SIGKILL");
+        } catch { /* ended */ }
+      }, 5_000);
       try {
-        child.kill("SIGTERM");
+        child.kill("SIGINT");
       } catch { /* already ended */ }
       await child.status;
+      clearTimeout(kill);
     })();
     return closed;
   };
   const onAbort = () => void close();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
 
-  // kubectl prints "Forwarding from 127.0.0.1:PORT -> TARGET" once it listens.
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const timer = setTimeout(() => void close(), timeoutMs);
@@ -61,15 +53,15 @@ export async function portForward(
       const { value, done } = await reader.read();
       if (done) break;
       seen += value;
-      const m = seen.match(/Forwarding from 127\.0\.0\.1:(\d+)/);
+      const m = seen.match(/(http:\/\/localhost:\d+)\/overview\n/);
       if (m) {
-        // Keep draining stdout (kubectl logs each connection) so its pipe never fills.
+        // Keep draining stdout so the CLI never blocks on a full pipe.
         (async () => {
           try {
             while (!(await reader.read()).done) { /* discard */ }
           } catch { /* closed */ }
         })();
-        return { url: `http://127.0.0.1:${m[1]}`, close };
+        return { url: m[1], close };
       }
     }
   } finally {
@@ -77,8 +69,6 @@ export async function portForward(
   }
   await close();
   throw new Error(
-    `kubectl port-forward -n ${ns} svc/${service} :${port} did not start within ${timeoutMs} ms: ${
-      (await stderr).trim() || seen.trim()
-    }`,
+    `weft dashboard printed no URL within ${timeoutMs} ms: ${(await stderr).trim() || seen.trim()}`,
   );
 }
