@@ -54,7 +54,8 @@ const ENTRY_POINTS = [
 const APP_DIRS = ["tests/cluster/demo", "tests/demo/apps", "tests/e2e/apps"];
 /**
  * Project paths copied into the image. The dashboard (control/dashboard/, its page files with it) reads through
- * the CLI's code and mesh:check's, so cli/, manifests/ and the one images/ module manifests/ imports ship too.
+ * the CLI's code and mesh:check's, so cli/, manifests/ and the modules manifests/ imports from images/ and
+ * tests/cluster/ (constants only) ship too.
  */
 const APP_PATHS = [
   "deno.json",
@@ -66,6 +67,8 @@ const APP_PATHS = [
   "cli",
   "manifests",
   "images/build.ts",
+  // manifests/target.ts names the local cluster's paths (a standalone module, no imports of its own).
+  "tests/cluster/config.ts",
   ...APP_DIRS,
 ];
 
