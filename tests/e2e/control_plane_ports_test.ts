@@ -38,13 +38,19 @@ interface Probe {
  * A Job that makes the attacker's requests and prints one JSON line: each request's status and the first 4 KiB
  * of its body (a tap that was admitted would stream events; 10 s at most per request).
  */
-function attackJob(name: string, sa: string, meshed: boolean, tapNamespace: string): string {
+function attackJob(
+  name: string,
+  sa: string,
+  meshed: boolean,
+  tapNamespace: string,
+  tapPodIp: string,
+): string {
   const code = `
 const probes = [
   ["tap API", "${TAP}:8089/apis/tap", { method: "POST", body: JSON.stringify({ namespace: "${tapNamespace}", resource: "deploy/server", limit: 1 }) }],
   ["prometheus query", "${PROM}/api/v1/query?query=up", {}],
   ["prometheus series", "${PROM}/api/v1/series?match[]=request_total", {}],
-  ["tap admin (unguarded)", "${TAP}:9998/ready", {}],
+  ["tap admin (unguarded)", "http://${tapPodIp}:9998/ready", {}],
   ["prometheus probe path", "${PROM}/-/ready", {}],
 ];
 const out = [];
@@ -99,7 +105,9 @@ Deno.exit(0);
 }
 
 async function runAttack(ns: string, name: string, sa: string, meshed: boolean): Promise<Map<string, Probe>> {
-  await apply(ns, attackJob(name, sa, meshed, ns));
+  // The admin port is not on the Service: the pod's address.
+  const [tapPod] = await waitForReadyPods("weft", "linkerd.io/control-plane-component=tap", 1);
+  await apply(ns, attackJob(name, sa, meshed, ns, tapPod.status.podIP));
   await waitFor(`the ${name} Job to finish`, async () => {
     const j = await kjson(["-n", ns, "get", "job", name, "-o", "json"]);
     return (j.status?.succeeded ?? 0) + (j.status?.failed ?? 0) > 0;
