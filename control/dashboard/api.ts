@@ -14,7 +14,6 @@
 import type { CliContext } from "../../cli/context.ts";
 import { collectEdges } from "../../cli/edges.ts";
 import { KINDS, type Target } from "../../cli/kinds.ts";
-import { podInfo } from "../../cli/kube_objects.ts";
 import type { Prometheus, PromRangeSeries } from "../../cli/prometheus.ts";
 import { collectRoutes, type RoutesRequest } from "../../cli/routes.ts";
 import { collectStat } from "../../cli/stat.ts";
@@ -22,7 +21,7 @@ import { planStat } from "../../cli/stat_plan.ts";
 import { streamTap } from "../../cli/tap.ts";
 import type { Kube } from "../../manifests/kube.ts";
 import { parseTapRequest, TapRequestError } from "../tap/request.ts";
-import { readOverview } from "./health.ts";
+import { meshingByNamespace, readOverview } from "./health.ts";
 import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam } from "./params.ts";
 import { readPolicy } from "./policy.ts";
 import { liveRoutes } from "./routes_live.ts";
@@ -82,17 +81,8 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
         s.kube.list<Json>("/api/v1/namespaces"),
         s.kube.list<Json>("/api/v1/pods"),
       ]);
-      const live = pods.map(podInfo).filter((p) => p.phase !== "Succeeded" && p.phase !== "Failed");
       return jsonResponse({
-        namespaces: nss.map((n) => {
-          const inNs = live.filter((p) => p.namespace === n.metadata.name);
-          return {
-            name: n.metadata.name,
-            injected: n.metadata.annotations?.["linkerd.io/inject"] === "enabled",
-            meshed: inNs.filter((p) => p.meshed).length,
-            pods: inNs.length,
-          };
-        }).sort((a, b) => a.name.localeCompare(b.name)),
+        namespaces: meshingByNamespace(nss, pods).map((n) => ({ ...n, pods: n.meshed + n.unmeshed })),
       });
     },
 
