@@ -6,7 +6,7 @@
  *
  *   meaningful paint   ms from navigation start (performance.timeOrigin) to the first animation frame in which the
  *                      page's main data is in the DOM: the overview's first service row, the workload page's
- *                      first chart line with two or more points
+ *                      first chart line (a path with a line segment: its series arrived and was drawn)
  *   FCP                the browser's first-contentful-paint entry (the shell's first text)
  *   bytes              encoded bytes received (headers included, from the DevTools Network events) until the
  *                      meaningful paint, and in the first 3 s (the page's refreshes included)
@@ -36,7 +36,7 @@ interface Target {
 
 const TARGETS: Target[] = [
   { name: "overview", path: Pages.overview, selector: Sel.serviceRow },
-  // A chart line: a path inside a chart whose `d` has a move and at least one line-to (two points).
+  // A chart line: a path inside a chart whose `d` has a line-to (lib/chart.js draws even a lone point as a stub).
   { name: "workload (web)", path: Pages.workload("web"), selector: `${Sel.chart} path[d*="L"]` },
 ];
 
