@@ -234,6 +234,12 @@ Deno.test({
           10_000,
           `Enter on ${last} opens it`,
         );
+        // Only that page: the overview, still loading when Enter came, must not render below it.
+        const headings = await pageEval<string[]>(
+          page,
+          `[...document.querySelectorAll('main h1')].map((h) => h.textContent)`,
+        );
+        assert.equal(headings.length, 1, `main shows ${headings.length} pages: ${headings.join(", ")}`);
         await shot(page, dir, "keyboard-focus");
       });
 

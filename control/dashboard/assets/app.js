@@ -55,7 +55,14 @@ async function show() {
   root.dataset.page = route.page;
   try {
     const mod = await import(`./pages/${route.page}.js`);
-    await mod.render(root, route.params, ac.signal);
+    // Another navigation came while this page's module loaded: rendering now would add this page below it.
+    if (ac.signal.aborted) return;
+    // Each render gets its own element: a page still finishing (its awaits resolve after the viewer left)
+    // writes into a detached element, never into the page shown now.
+    const view = document.createElement("div");
+    view.className = "view";
+    root.replaceChildren(view);
+    await mod.render(view, route.params, ac.signal);
     if (!ac.signal.aborted) root.dataset.state = "ready";
   } catch (e) {
     if (ac.signal.aborted) return;
