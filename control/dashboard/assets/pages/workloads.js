@@ -14,6 +14,7 @@ export async function render(root, params, signal) {
   document.title = `Workloads${params.ns ? ` · ${params.ns}` : ""} · weft`;
   root.append(h("h1", {}, "Workloads"));
   const nsList = await getJSON("namespaces", {}, signal).catch((e) => ({ error: e.message, namespaces: [] }));
+  if (signal.aborted) return;
   const ns = params.ns ?? "";
   const link = (o) => {
     const q = new URLSearchParams({ ...(ns ? { ns } : {}), kind, window, ...o });
