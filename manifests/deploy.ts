@@ -52,7 +52,13 @@ import { PROMETHEUS_IMAGE } from "../images/build.ts";
 import { renderStore } from "./metrics/render_store.ts";
 import { waitForProxyTargets } from "./metrics/wait_targets.ts";
 import { type MetricsStore, PROMETHEUS_DEPLOYMENT } from "./metrics/store.ts";
-import { apiServerAuthentication, guardedPortObjects, podNetworks, TAP_PORT } from "./port_policy.ts";
+import {
+  apiServerAuthentication,
+  DASHBOARD_PORT,
+  guardedPortObjects,
+  podNetworks,
+  TAP_PORT,
+} from "./port_policy.ts";
 
 const HERE = new URL(".", import.meta.url).pathname;
 export const CONTROL_PLANE_DIR = `${HERE}control-plane`;
@@ -462,7 +468,11 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
         nets.hostSources.length ? ` and from ${nets.hostSources.join(", ")}` : ""
       }`,
   );
-  const portPolicy = [apiServerAuthentication(NAMESPACE, nets), ...guardedPortObjects(NAMESPACE, TAP_PORT)];
+  const portPolicy = [
+    apiServerAuthentication(NAMESPACE, nets),
+    ...guardedPortObjects(NAMESPACE, TAP_PORT),
+    ...guardedPortObjects(NAMESPACE, DASHBOARD_PORT),
+  ];
   const rendered = await renderControlPlane([...docs.filter((d) => d.kind !== "Namespace"), ...portPolicy], {
     image: image.name,
     imagePullPolicy: o.imagePullPolicy,

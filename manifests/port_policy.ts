@@ -1,5 +1,6 @@
 /**
- * Who may call the control plane's plaintext HTTP APIs (weft-tap's 8089, weft-prometheus' 9090), enforced by
+ * Who may call the control plane's plaintext HTTP APIs (weft-tap's 8089, weft-prometheus' 9090, weft-dashboard's
+ * 8084), enforced by
  * weft's own policy engine as Linkerd's viz secures its components: a Server on the port and two
  * AuthorizationPolicies, one for the Kubernetes API server's service proxy and one for named meshed clients.
  *
@@ -199,4 +200,16 @@ export const PROMETHEUS_PORT: GuardedPort = {
   component: "prometheus",
   port: 9090,
   clientServiceAccounts: [DASHBOARD_SERVICE_ACCOUNT],
+};
+
+/**
+ * The dashboard's web port: viewers come through `weft dashboard`'s port-forward (localhost inside the pod,
+ * which no Server governs) or the API server's service proxy; no pod may use it to reach tap and the store
+ * with the dashboard's identity.
+ */
+export const DASHBOARD_PORT: GuardedPort = {
+  name: "weft-dashboard-web",
+  component: "dashboard",
+  port: 8084,
+  clientServiceAccounts: [],
 };

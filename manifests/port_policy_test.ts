@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import {
   API_SERVER_AUTHN,
   apiServerAuthentication,
+  DASHBOARD_PORT,
   firstAddress,
   guardedPortObjects,
   podNetworks,
@@ -105,4 +106,17 @@ Deno.test("guarded port: a Server on the port and policies for the API server an
   assert.deepEqual((clientPolicy.spec as { targetRef: unknown }).targetRef, target);
   assert.deepEqual(objs.every((o) => o.metadata.namespace === "weft"), true);
   assert.deepEqual(guardedPortObjects("weft", { ...TAP_PORT, clientServiceAccounts: [] }).length, 2);
+});
+
+Deno.test("dashboard port: a Server on 8084 and only the API server's policy (no meshed client may borrow it)", () => {
+  const objs = guardedPortObjects("weft", DASHBOARD_PORT);
+  assert.deepEqual(objs.map((o) => `${o.kind}/${o.metadata.name}`), [
+    "Server/weft-dashboard-web",
+    "AuthorizationPolicy/weft-dashboard-web-api-server",
+  ]);
+  const server = objs[0] as unknown as { spec: { port: number; podSelector: unknown } };
+  assert.equal(server.spec.port, 8084);
+  assert.deepEqual(server.spec.podSelector, {
+    matchLabels: { "linkerd.io/control-plane-component": "dashboard" },
+  });
 });

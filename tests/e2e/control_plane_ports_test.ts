@@ -27,6 +27,7 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 const CLI = new URL("../../cli/main.ts", import.meta.url).pathname;
 const TAP = "http://weft-tap.weft.svc.cluster.local";
 const PROM = "http://weft-prometheus.weft.svc.cluster.local:9090";
+const DASHBOARD = "http://weft-dashboard.weft.svc.cluster.local:8084";
 
 interface Probe {
   name: string;
@@ -52,6 +53,7 @@ const probes = [
   ["prometheus series", "${PROM}/api/v1/series?match[]=request_total", {}],
   ["tap admin (unguarded)", "http://${tapPodIp}:9998/ready", {}],
   ["prometheus probe path", "${PROM}/-/ready", {}],
+  ["dashboard API", "${DASHBOARD}/api/stat?ns=${tapNamespace}&kind=deploy", {}],
 ];
 const out = [];
 for (const [name, url, init] of probes) {
@@ -139,6 +141,13 @@ function assertRefused(who: string, probes: Map<string, Probe>) {
       `${who}: ${name} leaked: ${p.body}`,
     );
   }
+  // The dashboard would otherwise lend any pod its own identity towards tap and the store.
+  const dash = probes.get("dashboard API")!;
+  assert.equal(dash.status, 403, `${who}: dashboard API ${JSON.stringify(dash)}`);
+  assert.ok(
+    !dash.body.includes('"rows"') && !dash.body.includes("weft-tap"),
+    `${who}: dashboard leaked: ${dash.body}`,
+  );
   // The same pod reaches the ports next to them: the network is open, the Servers refuse.
   assert.equal(probes.get("tap admin (unguarded)")!.status, 200, `${who}: weft-tap:9998 unreachable`);
   assert.equal(probes.get("prometheus probe path")!.status, 200, `${who}: 9090's probe path unreachable`);
@@ -146,7 +155,7 @@ function assertRefused(who: string, probes: Map<string, Probe>) {
 
 Deno.test({
   name:
-    "e2e: weft-tap:8089 and weft-prometheus:9090 refuse pods (unmeshed, other identity); the API server's path works",
+    "e2e: weft-tap:8089, weft-prometheus:9090 and weft-dashboard:8084 refuse pods (unmeshed, other identity); the API server's path works",
   ...opts,
   fn: async (t) => {
     await requireMesh();
@@ -157,6 +166,10 @@ Deno.test({
       (servers.items as Json[]).map((s) => s.metadata.name).filter((n: string) => n.endsWith("-api")).sort(),
       ["weft-prometheus-api", "weft-tap-api"],
     );
+    assert.ok(
+      (servers.items as Json[]).some((s) => s.metadata.name === "weft-dashboard-web"),
+      "the dashboard's port has its Server",
+    );
     await inNamespace("e2e-cp-ports", { inject: true }, async (ns) => {
       await apply(ns, appManifest({ name: "server", serviceAccount: "server-sa", service: true }));
       await apply(ns, appManifest({ name: "client", serviceAccount: "client-sa" }));
@@ -164,12 +177,12 @@ Deno.test({
       const [client] = await waitForReadyPods(ns, "app=client", 1);
       await startSession(client.status.podIP, `server.${ns}.svc.cluster.local:80`, 100);
       try {
-        await t.step("an unmeshed pod gets 403 and no data from 8089 and 9090", async () => {
+        await t.step("an unmeshed pod gets 403 and no data from 8089, 9090 and 8084", async () => {
           assertRefused("unmeshed", await runAttack(ns, "unmeshed", "unmeshed-sa", false));
         });
 
         await t.step(
-          "a meshed pod with another ServiceAccount gets 403 and no data from 8089 and 9090",
+          "a meshed pod with another ServiceAccount gets 403 and no data from 8089, 9090 and 8084",
           async () => {
             assertRefused("meshed", await runAttack(ns, "meshed", "intruder-sa", true));
           },
