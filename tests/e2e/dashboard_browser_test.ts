@@ -18,6 +18,7 @@ import {
 import { requireMesh } from "./lib/kube.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
+const DEMO_MAIN = new URL("../demo/main.ts", import.meta.url).pathname;
 const VIEWPORTS = [{ name: "wide", width: 1280, height: 800 }, { name: "narrow", width: 400, height: 800 }];
 /** The dashboard refreshes from Prometheus; RPS needs a couple of scrapes after a page opens. */
 const DATA_MS = 30_000;
@@ -57,6 +58,16 @@ Deno.test({
   ...opts,
   async fn(t) {
     await requireMesh();
+    if ((await demoNotRunning()).length > 0) {
+      // A fresh cluster (CI): start the demo as `deno task demo` does; it waits for traffic and leaves it running.
+      const demo = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", DEMO_MAIN, "--window", "5"],
+        stdout: "inherit",
+        stderr: "inherit",
+        signal: AbortSignal.timeout(300_000),
+      }).output();
+      assert.equal(demo.code, 0, "tests/demo/main.ts could not start the demo");
+    }
     const missing = await demoNotRunning();
     assert.deepEqual(missing, [], `the demo is not running in ${DEMO_NS} (run \`deno task demo\`)`);
     const dir = await artefactDir();
