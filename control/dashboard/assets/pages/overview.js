@@ -1,6 +1,7 @@
 // Overview: control-plane health (mesh:check's read-only checks), certificate expiry, meshed vs unmeshed
 // pods per namespace, and every namespace's Deployments with success rate, RPS and p99.
 import { getJSON } from "../lib/api.js";
+import { every } from "../lib/refresh.js";
 import { errorBox, h, table } from "../lib/dom.js";
 import { fmtDays, fmtLatency, fmtRps, fmtSuccess, successTone, workloadHref } from "../lib/format.js";
 
@@ -27,6 +28,8 @@ export async function render(root, _params, signal) {
     loadStat(workloads, signal),
     loadHealth(health, signal),
   ]);
+  every(10_000, signal, workloads, () => loadStat(workloads, signal));
+  every(30_000, signal, health, () => loadHealth(health, signal));
 }
 
 async function loadStat(section, signal) {

@@ -2,6 +2,7 @@
 // its route table (weft routes) and the inbound policy on its ports (Servers and their authorizations).
 import { getJSON } from "../lib/api.js";
 import { lineChart } from "../lib/chart.js";
+import { every } from "../lib/refresh.js";
 import { errorBox, h, table } from "../lib/dom.js";
 import { fmtLatency, fmtRps, fmtSuccess, successTone } from "../lib/format.js";
 
@@ -67,6 +68,9 @@ export async function render(root, params, signal) {
     loadRoutes(routes, { ...q, window: ROUTE_WINDOW[window] }, signal),
     kind === "service" ? undefined : loadPolicy(policy, q, signal),
   ]);
+  // New points arrive every step; the route table follows the same beat.
+  every(15_000, signal, charts, () => loadCharts(charts, { ...q, window }, signal));
+  every(15_000, signal, routes, () => loadRoutes(routes, { ...q, window: ROUTE_WINDOW[window] }, signal));
 }
 
 function directionCharts(d, label, cls, data) {
