@@ -28,6 +28,20 @@ export interface SessionOptions {
   /** How long after the limit was reached requests still open may end before the tap stops anyway. */
   endGraceMs?: number;
   now?: () => number;
+  /** Wait before asking a proxy again whose stream ended at once with nothing (default 1 s). */
+  emptyRetryMs?: number;
+}
+
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** What one proxy serves a tap at most (weft's proxies refuse a larger `limit`): also the ask of a tap without one. */
@@ -130,10 +144,24 @@ export async function* tapSession(o: SessionOptions): AsyncGenerator<TapLine> {
   const pump = async (t: TapTarget) => {
     const pod = `${t.namespace}/${t.name}`;
     try {
-      for await (const ev of o.observe(t, perPod, streams.signal)) {
-        const j = tapEventJson(pod, ev, t.ip);
-        if (j) admit(j);
-        if (ended || streams.signal.aborted) break;
+      for (let attempt = 1;; attempt++) {
+        let seen = 0;
+        for await (const ev of o.observe(t, perPod, streams.signal)) {
+          seen++;
+          const j = tapEventJson(pod, ev, t.ip);
+          if (j) admit(j);
+          if (ended || streams.signal.aborted) break;
+        }
+        if (ended || streams.signal.aborted || seen > 0) break;
+        // A stream closed at once with no event and no status was seen on the first tap of a pod just
+        // admitted to the mesh: ask once more, then say so instead of ending that pod silently.
+        if (attempt === 2) {
+          queue.push({
+            error: { pod, message: "the proxy ended the tap twice without an event or a status" },
+          }, true);
+          break;
+        }
+        await abortableDelay(o.emptyRetryMs ?? 1000, streams.signal);
       }
     } catch (e) {
       if (!streams.signal.aborted) queue.push({ error: { pod, message: (e as Error).message } }, true);

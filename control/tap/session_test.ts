@@ -116,3 +116,26 @@ Deno.test("max RPS admits at most that many requests per second; a full queue dr
   assert.ok(end.end.dropped > 0, JSON.stringify(end));
   assert.ok(all.length <= 4 + 2, `${all.length} lines`);
 });
+
+Deno.test("a proxy that ends the tap at once with nothing is asked once more, then reported", async () => {
+  // p1's first stream is empty and closed; its second carries a request. p2 is empty both times.
+  let p1Calls = 0;
+  const inner = fakeObserve({ p1: requestEvents({ stream: 1 }) }, { end: true });
+  const observe = (async function* (t: { name: string }, req: unknown, signal: AbortSignal) {
+    if (t.name === "p1" && p1Calls++ === 0) return;
+    yield* inner(t as never, req as never, signal);
+  }) as unknown as typeof inner;
+  const lines = await collect(tapSession({
+    request: parseTapRequest({ resource: "ns" }),
+    targets,
+    observe,
+    signal: new AbortController().signal,
+    emptyRetryMs: 5,
+  }));
+  assert.equal(p1Calls, 2);
+  assert.equal(lines.filter((l) => "event" in l).length, 3, "p1's second stream was read");
+  assert.deepEqual(lines.filter((l) => "error" in l), [
+    { error: { pod: "a/p2", message: "the proxy ended the tap twice without an event or a status" } },
+  ]);
+  assert.deepEqual(lines.at(-1), { end: { reason: "pods-ended", requests: 1, dropped: 0 } });
+});

@@ -206,7 +206,7 @@ Deno.test({
           ], { env: { KUBECONFIG }, signal: AbortSignal.timeout(90_000) });
           assert.equal(r.code, 0, r.stderr);
           const evs = r.stdout.trim().split("\n").filter((l) => l).map((l) => JSON.parse(l));
-          assert.equal(evs.filter((e) => e.http.kind === "request").length, 3, r.stdout);
+          assert.equal(evs.filter((e) => e.http.kind === "request").length, 3, `${r.stdout}\n${r.stderr}`);
           assert.ok(evs.every((e) => e.sourceLabels.client_id === identityOf("client-sa", ns)), r.stdout);
         });
 
