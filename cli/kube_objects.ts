@@ -3,6 +3,7 @@
  * of those carry the proxy (MESHED, counted as Linkerd counts it: pods not Failed/Succeeded, meshed
  * when a `linkerd-proxy` container or native sidecar is present).
  */
+import { selects as selectsLabels } from "../control/k8s/label_selector.ts";
 import type { Kube } from "../manifests/kube.ts";
 import { type Kind, KINDS, listPath } from "./kinds.ts";
 
@@ -61,30 +62,9 @@ export function objectInfo(o: Json): ObjectInfo {
   return info;
 }
 
-/** Label selector semantics of the API (matchLabels and the four matchExpressions operators). */
+/** Label selector semantics of the API, as every control-plane component applies them. */
 export function selects(sel: LabelSelector, labels: Record<string, string>): boolean {
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = Object.hasOwn(labels, e.key);
-    const v = labels[e.key];
-    switch (e.operator) {
-      case "In":
-        if (!has || !(e.values ?? []).includes(v)) return false;
-        break;
-      case "NotIn":
-        if (has && (e.values ?? []).includes(v)) return false;
-        break;
-      case "Exists":
-        if (!has) return false;
-        break;
-      case "DoesNotExist":
-        if (has) return false;
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
+  return selectsLabels(sel, labels);
 }
 
 /** The pods of an object of a kind (pods not Failed/Succeeded, as MESHED counts them). */
