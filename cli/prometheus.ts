@@ -42,18 +42,18 @@ export class PrometheusError extends Error {
   override name = "PrometheusError";
 }
 
-/** The samples of an instant-vector answer; anything else (an error, a scalar, HTML) throws saying what. */
-export function parseQueryResponse(
+/** Prometheus' JSON envelope with status "success", or a PrometheusError saying what came instead. */
+function successBody<R>(
   status: number,
   text: string,
   promql: string,
   where: string,
-): PromSample[] {
+): { data?: { resultType?: string; result?: R[] } } {
   let body: {
     status?: string;
     error?: string;
     errorType?: string;
-    data?: { resultType?: string; result?: { metric?: Record<string, string>; value?: [number, string] }[] };
+    data?: { resultType?: string; result?: R[] };
   };
   try {
     body = JSON.parse(text);
@@ -69,6 +69,22 @@ export function parseQueryResponse(
       }): ${promql}`,
     );
   }
+  return body;
+}
+
+/** The samples of an instant-vector answer; anything else (an error, a scalar, HTML) throws saying what. */
+export function parseQueryResponse(
+  status: number,
+  text: string,
+  promql: string,
+  where: string,
+): PromSample[] {
+  const body = successBody<{ metric?: Record<string, string>; value?: [number, string] }>(
+    status,
+    text,
+    promql,
+    where,
+  );
   if (body.data?.resultType !== "vector" || !Array.isArray(body.data.result)) {
     throw new PrometheusError(
       `${where}: expected an instant vector, got ${body.data?.resultType}: ${promql}`,
@@ -84,29 +100,12 @@ export function parseRangeResponse(
   promql: string,
   where: string,
 ): PromRangeSeries[] {
-  let body: {
-    status?: string;
-    error?: string;
-    errorType?: string;
-    data?: {
-      resultType?: string;
-      result?: { metric?: Record<string, string>; values?: [number, string][] }[];
-    };
-  };
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new PrometheusError(
-      `${where} answered HTTP ${status} with something that is not Prometheus JSON: ${text.slice(0, 200)}`,
-    );
-  }
-  if (body.status !== "success") {
-    throw new PrometheusError(
-      `${where} refused the query (HTTP ${status}, ${body.errorType ?? "error"}: ${
-        body.error ?? "?"
-      }): ${promql}`,
-    );
-  }
+  const body = successBody<{ metric?: Record<string, string>; values?: [number, string][] }>(
+    status,
+    text,
+    promql,
+    where,
+  );
   if (body.data?.resultType !== "matrix" || !Array.isArray(body.data.result)) {
     throw new PrometheusError(`${where}: expected a range matrix, got ${body.data?.resultType}: ${promql}`);
   }
