@@ -173,14 +173,25 @@ async function proxyErrors(pods: Json[]): Promise<Map<string, number>> {
 }
 
 /**
- * New error counts, except protocol-detection timeouts: the connection is then forwarded as TCP (as Linkerd
- * does), nothing is refused, and they come from the client — hyper's pool (Deno's fetch) opens a spare
- * connection while a busy one frees up and parks it idle, sending nothing for longer than the detect timeout
- * (seen once on a loaded machine, for the web Service).
+ * New error counts on the hops rotation can break (proxy to proxy: TLS, identity, authorization), leaving out
+ * two that it cannot cause: protocol-detection timeouts (the connection is then forwarded as TCP, as Linkerd
+ * does; they come from the client — hyper's pool parks a spare connection idle) and the inbound proxy's
+ * connects to its own application on the pod's address (a hop without TLS; seen once in CI on a loaded
+ * machine, 9 for one gRPC pod, with no failed request, and said in the test output).
  */
 function newErrors(before: Map<string, number>, after: Map<string, number>): string[] {
-  return [...after].filter(([k, v]) => !k.includes('"error":"detect_timeout"') && v > (before.get(k) ?? 0))
-    .map(([k, v]) => `${k} +${v - (before.get(k) ?? 0)}`);
+  const out: string[] = [];
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d <= 0) continue;
+    const local = k.includes(" inbound_tcp_errors_total") && k.includes('"error":"connect"');
+    if (k.includes('"error":"detect_timeout"') || local) {
+      console.log(`not a rotation error (see newErrors): ${k} +${d}`);
+      continue;
+    }
+    out.push(`${k} +${d}`);
+  }
+  return out;
 }
 
 /** Every pod of the namespaces by uid, with its containers' restart total. */
