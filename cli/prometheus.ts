@@ -143,21 +143,22 @@ export class UrlPrometheus implements Prometheus {
   }
 
   async query(promql: string, signal: AbortSignal): Promise<PromSample[]> {
-    const u = new URL(this.url.replace(/\/$/, "") + "/api/v1/query");
-    u.searchParams.set("query", promql);
-    let res: Response;
-    try {
-      res = await fetch(u, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) });
-    } catch (e) {
-      if (signal.aborted) throw e;
-      throw new PrometheusError(`${this.where} cannot be reached: ${(e as Error).message}`);
-    }
-    return parseQueryResponse(res.status, await res.text(), promql, this.where);
+    const text = await this.#get("/api/v1/query", { query: promql }, signal);
+    return parseQueryResponse(text.status, text.body, promql, this.where);
   }
 
   async queryRange(promql: string, range: PromRange, signal: AbortSignal): Promise<PromRangeSeries[]> {
-    const u = new URL(this.url.replace(/\/$/, "") + "/api/v1/query_range");
-    for (const [k, v] of Object.entries(rangeParams(promql, range))) u.searchParams.set(k, v);
+    const text = await this.#get("/api/v1/query_range", rangeParams(promql, range), signal);
+    return parseRangeResponse(text.status, text.body, promql, this.where);
+  }
+
+  async #get(
+    path: string,
+    params: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: string }> {
+    const u = new URL(this.url.replace(/\/$/, "") + path);
+    for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
     let res: Response;
     try {
       res = await fetch(u, { signal: AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) });
@@ -165,7 +166,7 @@ export class UrlPrometheus implements Prometheus {
       if (signal.aborted) throw e;
       throw new PrometheusError(`${this.where} cannot be reached: ${(e as Error).message}`);
     }
-    return parseRangeResponse(res.status, await res.text(), promql, this.where);
+    return { status: res.status, body: await res.text() };
   }
 }
 
