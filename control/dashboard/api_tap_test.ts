@@ -6,20 +6,11 @@ import assert from "node:assert/strict";
 import { streamTap, tapProxyPath } from "../../cli/tap.ts";
 import { Kube } from "../../manifests/kube.ts";
 import { TAP_PATH, tapApi } from "../tap/server.ts";
-import type { PodLike } from "../tap/targets.ts";
-import { fakeObserve, requestEvents } from "../tap/testing.ts";
+import { fakeObserve, ONE_MESHED_POD, requestEvents } from "../tap/testing.ts";
 import { tapRowsRoute } from "./api_tap.ts";
 import { ApiError } from "./server.ts";
 
-const pods: PodLike[] = [{
-  metadata: {
-    name: "web-1-a",
-    namespace: "a",
-    labels: { "pod-template-hash": "1", "linkerd.io/control-plane-ns": "weft" },
-    ownerReferences: [{ kind: "ReplicaSet", name: "web-1", controller: true }],
-  },
-  status: { phase: "Running", podIP: "10.0.0.9" },
-}];
+const pods = ONE_MESHED_POD;
 
 async function withChain(
   observe: ReturnType<typeof fakeObserve>,

@@ -2,18 +2,9 @@
 import assert from "node:assert/strict";
 import type { TapLine } from "./event_json.ts";
 import { TAP_PATH, tapApi } from "./server.ts";
-import type { PodLike } from "./targets.ts";
-import { fakeObserve, requestEvents } from "./testing.ts";
+import { fakeObserve, ONE_MESHED_POD, requestEvents } from "./testing.ts";
 
-const pods: PodLike[] = [{
-  metadata: {
-    name: "web-1-a",
-    namespace: "a",
-    labels: { "pod-template-hash": "1", "linkerd.io/control-plane-ns": "weft" },
-    ownerReferences: [{ kind: "ReplicaSet", name: "web-1", controller: true }],
-  },
-  status: { phase: "Running", podIP: "10.0.0.9" },
-}];
+const pods = ONE_MESHED_POD;
 
 async function withServer(
   observe: ReturnType<typeof fakeObserve>,

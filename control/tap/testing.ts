@@ -2,6 +2,7 @@
 import { toTcpAddress } from "../../proto/ip.ts";
 import { HttpMethod_Registered, TapDirection, type TapEvent } from "../../proto/tap_api.ts";
 import type { Observe } from "./session.ts";
+import type { PodLike } from "./targets.ts";
 
 const dur = (us: number) => ({ seconds: BigInt(Math.floor(us / 1e6)), nanos: (us % 1e6) * 1000 });
 
@@ -120,3 +121,14 @@ export function fakeObserve(
   f.aborted = aborted;
   return f;
 }
+
+/** One running, meshed pod of deployment `a/web` (ReplicaSet web-1), as the pod informer holds it. */
+export const ONE_MESHED_POD: PodLike[] = [{
+  metadata: {
+    name: "web-1-a",
+    namespace: "a",
+    labels: { "pod-template-hash": "1", "linkerd.io/control-plane-ns": "weft" },
+    ownerReferences: [{ kind: "ReplicaSet", name: "web-1", controller: true }],
+  },
+  status: { phase: "Running", podIP: "10.0.0.9" },
+}];
