@@ -58,6 +58,7 @@ Deno.test("top: the pause between refreshes ends at once on abort", async () => 
   const p = pause(10_000, ac.signal);
   ac.abort();
   assert.equal(await p, false);
-  assert.ok(performance.now() - t < 1000);
+  // Well under the 10 s pause (loose: shared machines).
+  assert.ok(performance.now() - t < 5000);
   assert.equal(await pause(5, new AbortController().signal), true);
 });

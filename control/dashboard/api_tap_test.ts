@@ -113,7 +113,8 @@ Deno.test("/api/tap/rows: the duration bound ends the stream and the upstream ta
     const r = await fetch(`${url}/api/tap/rows?ns=a&resource=deploy/web&duration=1`);
     const lines = (await r.text()).split("\n").filter((l) => l.trim());
     const took = Date.now() - t0;
-    assert.ok(took >= 1000 && took < 3000, `${took} ms`);
+    // At least the bound, and it did end (loose upper bound: shared machines).
+    assert.ok(took >= 1000 && took < 10_000, `${took} ms`);
     assert.deepEqual(JSON.parse(lines.at(-1)!).end, { reason: "duration", rows: 0, dropped: 0 });
     await until("the tap component ended the tap", () => tap.active() === 0);
     assert.ok(observe.aborted.has("web-1-a"));
