@@ -34,7 +34,7 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/identity/issuer_rotation_test.ts",
   "control/identity/service.ts",
   "control/policy/authz.ts",
-  "control/policy/bench/main.ts",
+  "control/policy/bench/scenario.ts",
   "control/policy/duration.ts",
   "control/policy/egress_index.ts",
   "control/policy/egress_index_test.ts",

@@ -1,0 +1,256 @@
+/**
+ * One repetition, in a process of its own (started with --expose-gc): either the policy controller
+ * (store, hub, gRPC server) or the baseline (bare grpc-js streams fed pre-encoded bytes, no index)
+ * serving the same streams from client processes, under the same churn. Measures this process only:
+ * CPU during the churn, heap (after a full gc) and RSS, per resource and per stream; propagation
+ * from a change entering the process to a client receiving it; and whether every stream converged.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { Buffer } from "node:buffer";
+import process from "node:process";
+import { Registry } from "prom-client";
+import { defaultPolicyConfig } from "../config.ts";
+import { PolicyGrpcServer } from "../grpc_server.ts";
+import { FakePolicySource, PolicyStore } from "../store.ts";
+import { ClientProcs } from "./client_procs.ts";
+import { change, objects, policyResources, type ScenarioSize, streams } from "./scenario.ts";
+
+export interface RunOptions {
+  size: ScenarioSize;
+  changes: number;
+  intervalMs: number;
+  clientProcs: number;
+  /** Churn stops after this long even if changes remain. */
+  churnLimitMs: number;
+}
+
+export interface RepResult {
+  mode: "policy" | "baseline";
+  streams: number;
+  resources: number;
+  objects: number;
+  changes_sent: number;
+  updates_expected: number;
+  updates_received: number;
+  lost_streams: number;
+  resets: number;
+  reset_detail: Record<string, number>;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  cpu_ms: number;
+  cpu_us_per_change: number;
+  cpu_us_per_change_per_stream: number;
+  heap_bytes_per_stream: number;
+  rss_bytes_per_stream: number;
+  heap_bytes_per_resource: number;
+  rss_bytes_per_resource: number;
+  clock_error_ms: number;
+  coalesce_window_ms: number | null;
+  churn_s: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function gc(): void {
+  const f = (globalThis as { gc?: () => void }).gc;
+  if (!f) throw new Error("run.ts needs --v8-flags=--expose-gc to measure memory after a collection");
+  f();
+  f();
+}
+
+async function settle(): Promise<Deno.MemoryUsage> {
+  gc();
+  await sleep(300);
+  gc();
+  return Deno.memoryUsage();
+}
+
+async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (!cond()) {
+    if (performance.now() > end) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+export function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))];
+}
+
+/** A bare grpc-js server: each stream asks for a group; the churn writes shared bytes to its members. */
+async function baselineServer() {
+  const writers = new Map<number, grpc.ServerWritableStream<Buffer, Buffer>[]>();
+  const def: grpc.ServiceDefinition = {
+    watch: {
+      path: "/bench.Baseline/Watch",
+      requestStream: false,
+      responseStream: true,
+      requestSerialize: (v: Buffer) => v,
+      requestDeserialize: (b: Buffer) => b,
+      responseSerialize: (v: Buffer) => v,
+      responseDeserialize: (b: Buffer) => b,
+    },
+  };
+  const server = new grpc.Server({ "grpc.max_concurrent_streams": 2000 });
+  server.addService(def, {
+    watch: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      const g = Number(call.request.toString());
+      let list = writers.get(g);
+      if (!list) writers.set(g, list = []);
+      list.push(call);
+      call.on("cancelled", () => list!.splice(list!.indexOf(call), 1));
+      call.write(payload(0));
+    },
+  });
+  const port = await new Promise<number>((res, rej) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => e ? rej(e) : res(p))
+  );
+  return { server, port, writers };
+}
+
+/** A message the size of a typical policy answer, carrying its rev marker. */
+function payload(rev: number): Buffer {
+  const b = Buffer.alloc(600, 0x61);
+  b.write(`/rev-${rev}/`, 100);
+  return b;
+}
+
+export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promise<RepResult> {
+  const size = o.size;
+  const all = streams(size);
+  const m0 = await settle();
+  let port: number;
+  let stop: () => void;
+  let apply: (c: ReturnType<typeof change>) => void;
+  let overflow = () => Promise.resolve(0);
+  let objectCount = 0;
+  let coalesceMs: number | null = null;
+  if (mode === "policy") {
+    const source = new FakePolicySource();
+    const store = new PolicyStore();
+    const abort = new AbortController();
+    source.start((e) => store.apply(e), abort.signal);
+    const registry = new Registry();
+    const srv = new PolicyGrpcServer({ store, config: defaultPolicyConfig(), registry });
+    coalesceMs = (srv.hub as { coalesceWindowMs?: number }).coalesceWindowMs ?? 0;
+    for (const { kind, object } of objects(size)) {
+      source.emit("added", kind, object);
+      objectCount++;
+    }
+    port = await srv.listen("127.0.0.1", 0);
+    apply = (c) => source.emit("modified", c.kind, c.object);
+    overflow = async () => {
+      let n = 0;
+      for (const name of ["policy_updates_queue_overflow_total", "policy_stream_send_timeouts_total"]) {
+        const text = await registry.getSingleMetricAsString(name);
+        for (const m of text.matchAll(/\} (\d+)$/gm)) n += Number(m[1]);
+      }
+      return n;
+    };
+    stop = () => {
+      srv.forceShutdown();
+      abort.abort();
+    };
+  } else {
+    const b = await baselineServer();
+    port = b.port;
+    const bytes = new Map<number, Buffer>();
+    apply = (c) => {
+      let m = bytes.get(c.rev);
+      if (!m) bytes.set(c.rev, m = payload(c.rev));
+      for (const w of b.writers.get(c.group) ?? []) w.write(m);
+      bytes.delete(c.rev);
+    };
+    stop = () => b.server.forceShutdown();
+    // The baseline asks by group: rewrite each stream's request to name it.
+    for (const s of all) {
+      s.path = "/bench.Baseline/Watch";
+      s.req = Buffer.from(String(s.group)).toString("base64");
+    }
+  }
+  const m1 = await settle();
+
+  const clients = ClientProcs.start(o.clientProcs, port, all);
+  const readyIn = Math.max(60_000, all.length * 20);
+  if (!(await waitFor(() => clients.ready, readyIn))) {
+    const errors = await clients.finish();
+    stop();
+    throw new Error(
+      `${mode}: only ${clients.first.size}/${all.length} streams got their first message within ${readyIn} ms ` +
+        `(errors ${JSON.stringify(errors)})`,
+    );
+  }
+  const m2 = await settle();
+  await clients.calibrate();
+  const receivedBefore = clients.received;
+
+  // Churn: bounded by count and by time.
+  const emitted = new Map<number, number>();
+  const finalRev = new Map<number, number>();
+  let expected = 0, sent = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let c = 0; c < o.changes && performance.now() - t0 < o.churnLimitMs; c++) {
+    const ch = change(size, c);
+    emitted.set(ch.rev, performance.now());
+    apply(ch);
+    finalRev.set(ch.group, ch.rev);
+    expected += ch.fanout;
+    sent++;
+    await sleep(o.intervalMs);
+  }
+  const converged = () =>
+    all.every((s) => {
+      const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
+      return clients.last.get(s.id) === want;
+    });
+  await waitFor(converged, 30_000);
+  const churnMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuMs = (cpu.user + cpu.system) / 1000;
+
+  const resetsServer = await overflow();
+  const errors = await clients.finish();
+  stop();
+
+  const latencies: number[] = [];
+  for (const r of clients.receipts()) {
+    const e = emitted.get(r.rev);
+    if (r.rev > 0 && e !== undefined) latencies.push(r.t - e);
+  }
+  latencies.sort((a, b) => a - b);
+  const lost = all.filter((s) => {
+    const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
+    return clients.last.get(s.id) !== want;
+  }).length;
+  const clientResets = Object.values(errors).reduce((a, b) => a + b, 0);
+  const resources = mode === "policy" ? policyResources(size) : 0;
+  return {
+    mode,
+    streams: all.length,
+    resources,
+    objects: objectCount,
+    changes_sent: sent,
+    updates_expected: expected,
+    updates_received: clients.received - receivedBefore,
+    lost_streams: lost,
+    resets: Math.max(resetsServer, clientResets),
+    reset_detail: { ...errors, server_resets: resetsServer },
+    p50_ms: percentile(latencies, 0.5),
+    p99_ms: percentile(latencies, 0.99),
+    max_ms: latencies.length ? latencies[latencies.length - 1] : NaN,
+    cpu_ms: cpuMs,
+    cpu_us_per_change: (cpuMs * 1000) / sent,
+    cpu_us_per_change_per_stream: (cpuMs * 1000) / sent / all.length,
+    heap_bytes_per_stream: (m2.heapUsed - m1.heapUsed) / all.length,
+    rss_bytes_per_stream: (m2.rss - m1.rss) / all.length,
+    heap_bytes_per_resource: resources ? (m1.heapUsed - m0.heapUsed) / resources : NaN,
+    rss_bytes_per_resource: resources ? (m1.rss - m0.rss) / resources : NaN,
+    clock_error_ms: clients.clockErrorMs,
+    coalesce_window_ms: coalesceMs,
+    churn_s: churnMs / 1000,
+  };
+}
