@@ -13,7 +13,7 @@ export const NOT_CHECKED: readonly string[] = ["tools/"];
  * `proto/gen/` (with grpc-js services) is the control plane's, `proto/gen_messages/` (messages only) the proxy's.
  */
 const GEN_IMPORTERS: readonly string[] = [
-  "control/destination/bench/main.ts",
+  "control/destination/bench/client.ts",
   "control/destination/destination_cluster_test.ts",
   "control/destination/destination_test.ts",
   "control/destination/endpoints.ts",

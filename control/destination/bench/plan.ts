@@ -1,0 +1,77 @@
+/**
+ * What the benchmark's controller and client processes agree on: which stream watches which
+ * service, the address of each endpoint and generation, and the messages they exchange (one JSON
+ * object per line on the child's stdin and stdout).
+ */
+
+/** Services are packed into two octets and generations into the rest: the scheme's limits. */
+export const MAX_SERVICES = 1024;
+export const MAX_ENDPOINTS_PER_SERVICE = 254;
+/** Generations are told apart modulo this; the controller keeps one change per service in flight. */
+export const GEN_MODULO = 50;
+
+export interface ClientPlan {
+  port: number;
+  services: number;
+  perService: number;
+  /** Client processes, and which one this is: stream k belongs to process k % procs. */
+  procs: number;
+  index: number;
+  /** HTTP/2 connections this process spreads its streams over. */
+  channels: number;
+}
+
+export type ToClient =
+  | { type: "init"; plan: ClientPlan }
+  | { type: "open"; streams: number }
+  | { type: "ping"; id: number }
+  | { type: "verify"; gens: number[] }
+  | { type: "close" };
+
+export type FromClient =
+  | { type: "opened"; streams: number }
+  | { type: "pong"; id: number; t: number }
+  /** [service, generation modulo GEN_MODULO, time the last of this process's streams got it]. */
+  | { type: "got"; items: [number, number, number][] }
+  | { type: "verified"; streams: number; converged: number; resets: number; errors: string[] }
+  | { type: "error"; message: string };
+
+/** The service stream k watches. */
+export const serviceOf = (k: number, services: number) => k % services;
+
+/** The address of endpoint i of service s; endpoint 0 moves with the service's generation. */
+export function endpointIp(s: number, i: number, gen: number): string {
+  const g = i === 0 ? gen % GEN_MODULO : 0;
+  return `10.${g * 4 + (s >> 8)}.${s & 255}.${i + 1}`;
+}
+
+/** The generation (modulo GEN_MODULO) an endpoint-0 address carries, or undefined for others. */
+export function generationOf(ip: string): number | undefined {
+  const o = ip.split(".");
+  if (o.length !== 4 || o[3] !== "1") return undefined;
+  return Number(o[1]) >> 2;
+}
+
+export function expectedIps(s: number, perService: number, gen: number): Set<string> {
+  const out = new Set<string>();
+  for (let i = 0; i < perService; i++) out.add(endpointIp(s, i, gen));
+  return out;
+}
+
+/** Current wall time in ms with sub-ms precision; offsets between processes are calibrated. */
+export const now = () => performance.timeOrigin + performance.now();
+
+/** JSON lines from a byte stream (a child's stdout, or stdin in the child). */
+export async function* jsonLines<T>(stream: ReadableStream<Uint8Array>): AsyncGenerator<T> {
+  const dec = new TextDecoder();
+  let buf = "";
+  for await (const chunk of stream) {
+    buf += dec.decode(chunk, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line.trim()) yield JSON.parse(line) as T;
+    }
+  }
+}
