@@ -10,6 +10,8 @@
  *   /api/policy?ns=&kind=&name=                       Servers and authorizations for its ports (policy.ts)
  *   /api/edges?ns=&window=                            `weft edges` between Deployments
  *   /api/tap?ns=&resource=&to=&path=&method=&…        `weft tap`'s stream, as NDJSON, until the viewer leaves
+ *
+ * and the tables of api_route.ts (route page, pod list) and routes_live.ts (topology, tap rows).
  */
 import type { CliContext } from "../../cli/context.ts";
 import { collectEdges } from "../../cli/edges.ts";
@@ -23,10 +25,15 @@ import type { Kube } from "../../manifests/kube.ts";
 import { parseTapRequest, TapRequestError } from "../tap/request.ts";
 import { meshingByNamespace, readOverview } from "./health.ts";
 import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam } from "./params.ts";
+import { routePageRoutes } from "./api_route.ts";
 import { readPolicy } from "./policy.ts";
 import { liveRoutes } from "./routes_live.ts";
 import { directionSeries, gridEnd, gridFor } from "./series.ts";
 import { ApiError, type ApiRoute, jsonResponse } from "./server.ts";
+import { sharedFor } from "./shared_answer.ts";
+
+const OVERVIEW_TTL_MS = 15_000;
+const NEVER = new AbortController().signal;
 
 export interface Sources {
   kube: Kube;
@@ -75,6 +82,8 @@ async function rangeAll<K extends string>(
 
 export function apiRoutes(s: Sources): Record<string, ApiRoute> {
   const views = async (signal: AbortSignal) => ({ kube: s.kube, prom: await s.prometheus(signal) });
+  // Shared by all viewers for 15 s (half the page's refresh): no viewer's leaving cancels it.
+  const overview = sharedFor(OVERVIEW_TTL_MS, s.now, () => readOverview(s.kube, s.now(), NEVER));
   return {
     namespaces: async () => {
       const [nss, pods] = await Promise.all([
@@ -86,7 +95,7 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
       });
     },
 
-    overview: async (_p, signal) => jsonResponse(await readOverview(s.kube, s.now(), signal)),
+    overview: async () => jsonResponse(await overview()),
 
     stat: async (p, signal) => {
       const t = target(p, false);
@@ -158,6 +167,7 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
 
     tap: (p, signal) => tapStream(s, p, signal),
     ...liveRoutes(s),
+    ...routePageRoutes(s),
   };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The inbound policy that applies to a workload's (or a Service's) pods, read from the Kubernetes API:
  * the Servers whose podSelector picks any of its pods (and their ports), the AuthorizationPolicies and
- * ServerAuthorizations that target each of them (or their namespace), the HTTPRoutes attached to them, and
- * the default policy for ports no Server covers (the pods' or namespace's annotation, else the cluster's).
+ * ServerAuthorizations that target each of them (or their namespace), the routes attached to them —
+ * HTTPRoutes of policy.linkerd.io and of the Gateway API (gateway.networking.k8s.io), and Gateway API
+ * GRPCRoutes, as the policy controller indexes them (control/policy/store.ts) — and the default policy for ports no Server covers (the pods' or namespace's annotation, else the cluster's).
  */
 import type { Target } from "../../cli/kinds.ts";
 import { listWithPods, type PodInfo, podsOf, selects } from "../../cli/kube_objects.ts";
@@ -23,8 +24,18 @@ export interface PolicyServer {
   /** How many of the resource's pods it selects. */
   pods: number;
   authorizations: { kind: string; name: string; authentications: string[] }[];
-  routes: string[];
+  routes: PolicyRoute[];
 }
+
+/** A route whose parentRefs name the Server. */
+export interface PolicyRoute {
+  kind: "HTTPRoute" | "GRPCRoute";
+  group: string;
+  name: string;
+}
+
+const POLICY_GROUP = "policy.linkerd.io";
+const GATEWAY_GROUP = "gateway.networking.k8s.io";
 
 export interface PolicyView {
   namespace: string;
@@ -48,9 +59,23 @@ export function policyView(
     servers: Json[];
     authorizationPolicies: Json[];
     serverAuthorizations: Json[];
+    /** policy.linkerd.io HTTPRoutes. */
     httpRoutes: Json[];
+    gatewayHttpRoutes?: Json[];
+    grpcRoutes?: Json[];
   },
 ): PolicyView {
+  const routes: (PolicyRoute & { obj: Json })[] = [
+    ...objects.httpRoutes.map((obj) => ({ kind: "HTTPRoute" as const, group: POLICY_GROUP, obj })),
+    ...(objects.gatewayHttpRoutes ?? []).map((obj) => ({
+      kind: "HTTPRoute" as const,
+      group: GATEWAY_GROUP,
+      obj,
+    })),
+    ...(objects.grpcRoutes ?? []).map((obj) => ({ kind: "GRPCRoute" as const, group: GATEWAY_GROUP, obj })),
+  ].map((r) => ({ ...r, name: String(r.obj?.metadata?.name ?? "") }));
+  const hangsOn = (r: { obj: Json }, server: string) =>
+    (r.obj?.spec?.parentRefs ?? []).some((p: Json) => p.kind === "Server" && p.name === server);
   const servers: PolicyServer[] = [];
   for (const s of objects.servers) {
     const sel = s.spec?.podSelector;
@@ -63,11 +88,9 @@ export function policyView(
       const t = a.spec?.targetRef ?? {};
       const onServer = t.kind === "Server" && t.name === name;
       const onNamespace = t.kind === "Namespace" && (t.name ?? namespace) === namespace;
-      const onRoute = t.kind === "HTTPRoute" &&
-        objects.httpRoutes.some((r) =>
-          r.metadata.name === t.name &&
-          (r.spec?.parentRefs ?? []).some((p: Json) => p.kind === "Server" && p.name === name)
-        );
+      const onRoute = routes.some((r) =>
+        r.kind === t.kind && r.name === t.name && (!t.group || t.group === r.group) && hangsOn(r, name)
+      );
       if (!onServer && !onNamespace && !onRoute) continue;
       authorizations.push({
         kind: `AuthorizationPolicy${onRoute ? ` (route ${t.name})` : onNamespace ? " (namespace)" : ""}`,
@@ -93,9 +116,11 @@ export function policyView(
       proxyProtocol: s.spec?.proxyProtocol ?? "unknown",
       pods: picked,
       authorizations,
-      routes: objects.httpRoutes
-        .filter((r) => (r.spec?.parentRefs ?? []).some((p: Json) => p.kind === "Server" && p.name === name))
-        .map((r) => r.metadata.name),
+      routes: routes.filter((r) => hangsOn(r, name)).map((r) => ({
+        kind: r.kind,
+        group: r.group,
+        name: r.name,
+      })),
     });
   }
   servers.sort((a, b) => a.name.localeCompare(b.name));
@@ -114,16 +139,27 @@ export function policyView(
 export async function readPolicy(kube: Kube, t: Target): Promise<PolicyView> {
   const ns = t.namespace!;
   const e = encodeURIComponent(ns);
-  const [k8s, rawPods, nsObj, servers, authorizationPolicies, serverAuthorizations, httpRoutes] =
-    await Promise.all([
-      listWithPods(kube, t.kind, ns),
-      kube.list<Json>(`/api/v1/namespaces/${e}/pods`),
-      kube.get<Json>(`/api/v1/namespaces/${e}`),
-      kube.list<Json>(`/apis/policy.linkerd.io/v1beta3/namespaces/${e}/servers`),
-      kube.list<Json>(`/apis/policy.linkerd.io/v1alpha1/namespaces/${e}/authorizationpolicies`),
-      kube.list<Json>(`/apis/policy.linkerd.io/v1beta1/namespaces/${e}/serverauthorizations`),
-      kube.list<Json>(`/apis/policy.linkerd.io/v1beta3/namespaces/${e}/httproutes`),
-    ]);
+  const [
+    k8s,
+    rawPods,
+    nsObj,
+    servers,
+    authorizationPolicies,
+    serverAuthorizations,
+    httpRoutes,
+    gatewayHttpRoutes,
+    grpcRoutes,
+  ] = await Promise.all([
+    listWithPods(kube, t.kind, ns),
+    kube.list<Json>(`/api/v1/namespaces/${e}/pods`),
+    kube.get<Json>(`/api/v1/namespaces/${e}`),
+    kube.list<Json>(`/apis/policy.linkerd.io/v1beta3/namespaces/${e}/servers`),
+    kube.list<Json>(`/apis/policy.linkerd.io/v1alpha1/namespaces/${e}/authorizationpolicies`),
+    kube.list<Json>(`/apis/policy.linkerd.io/v1beta1/namespaces/${e}/serverauthorizations`),
+    kube.list<Json>(`/apis/policy.linkerd.io/v1beta3/namespaces/${e}/httproutes`),
+    listOrNone(kube, `/apis/${GATEWAY_GROUP}/v1/namespaces/${e}/httproutes`),
+    listOrNone(kube, `/apis/${GATEWAY_GROUP}/v1/namespaces/${e}/grpcroutes`),
+  ]);
   const obj = k8s.objects.find((o) => o.name === t.name);
   if (!obj) throw new ApiError(404, `${t.kind.label} ${ns}/${t.name} does not exist`);
   const pods = podsOf(t.kind, obj, k8s.pods);
@@ -136,5 +172,17 @@ export async function readPolicy(kube: Kube, t: Target): Promise<PolicyView> {
     authorizationPolicies,
     serverAuthorizations,
     httpRoutes,
+    gatewayHttpRoutes,
+    grpcRoutes,
   });
+}
+
+/** A cluster without the Gateway API's CRDs has none of its routes. */
+async function listOrNone(kube: Kube, path: string): Promise<Json[]> {
+  try {
+    return await kube.list<Json>(path);
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) return [];
+    throw e;
+  }
 }

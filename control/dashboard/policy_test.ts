@@ -66,12 +66,47 @@ Deno.test("policy: the Servers selecting the pods, with what authorizes each (by
   assert.deepEqual(web.authorizations.find((a) => a.name === "web-from-load")!.authentications, [
     "MeshTLSAuthentication/load",
   ]);
-  assert.deepEqual(web.routes, ["web-get"]);
+  assert.deepEqual(web.routes, [{ kind: "HTTPRoute", group: "policy.linkerd.io", name: "web-get" }]);
   const admin = v.servers.find((s) => s.name === "all-admin")!;
   assert.deepEqual(admin.authorizations.map((a) => [a.kind, a.name, a.authentications]), [
     ["AuthorizationPolicy (namespace)", "ns-wide", []],
     ["ServerAuthorization", "legacy", ["unauthenticated"]],
   ]);
+});
+
+Deno.test("policy: Gateway API HTTPRoutes and GRPCRoutes on a Server count, and their AuthorizationPolicies", () => {
+  const onWeb = { parentRefs: [{ group: "policy.linkerd.io", kind: "Server", name: "web-http" }] };
+  const v = policyView("d", [pod("web-1", { app: "web" })], [{}], {}, {
+    ...objects,
+    authorizationPolicies: [
+      ...objects.authorizationPolicies,
+      {
+        ...meta("gw-auth"),
+        spec: { targetRef: { group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "gw-get" } },
+      },
+      { ...meta("grpc-auth"), spec: { targetRef: { kind: "GRPCRoute", name: "rpc" } } },
+      // Names a GRPCRoute that is not there (only an HTTPRoute of that name): authorizes nothing.
+      { ...meta("wrong-kind"), spec: { targetRef: { kind: "GRPCRoute", name: "gw-get" } } },
+      // Names the policy.linkerd.io group, where no route of that name hangs on web-http.
+      {
+        ...meta("wrong-group"),
+        spec: { targetRef: { group: "policy.linkerd.io", kind: "HTTPRoute", name: "gw-get" } },
+      },
+    ],
+    gatewayHttpRoutes: [{ ...meta("gw-get"), spec: onWeb }, {
+      ...meta("elsewhere"),
+      spec: { parentRefs: [{ kind: "Service", name: "web" }] },
+    }],
+    grpcRoutes: [{ ...meta("rpc"), spec: onWeb }],
+  });
+  const web = v.servers.find((s) => s.name === "web-http")!;
+  assert.deepEqual(web.routes, [
+    { kind: "HTTPRoute", group: "policy.linkerd.io", name: "web-get" },
+    { kind: "HTTPRoute", group: "gateway.networking.k8s.io", name: "gw-get" },
+    { kind: "GRPCRoute", group: "gateway.networking.k8s.io", name: "rpc" },
+  ]);
+  const names = web.authorizations.map((a) => a.name).sort();
+  assert.deepEqual(names, ["grpc-auth", "gw-auth", "ns-wide", "route-auth", "web-from-load"]);
 });
 
 Deno.test("policy: the default for ports without a Server — pod annotation, else namespace, else the cluster's", () => {

@@ -57,6 +57,7 @@ const PAGE_PATHS: readonly RegExp[] = [
   /^\/topology$/,
   /^\/tap$/,
   /^\/namespaces\/[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(deployments|statefulsets|daemonsets|services|pods)\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
+  /^\/namespaces\/[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(httproutes|grpcroutes|serviceprofiles)\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/,
 ];
 
 export function isPagePath(path: string): boolean {

@@ -51,6 +51,8 @@ Deno.test("the shell is served at every page path (deep links), with the securit
       "/tap?ns=weft-demo&resource=deploy/web",
       "/namespaces/weft-demo/deployments/web",
       "/namespaces/weft-demo/services/api",
+      "/namespaces/weft-demo/httproutes/api-route",
+      "/namespaces/weft-demo/serviceprofiles/api.weft-demo.svc.cluster.local",
     ]
   ) {
     const r = await req(p);

@@ -16,6 +16,13 @@ import {
   Sel,
 } from "./lib/dashboard.ts";
 import { requireMesh } from "./lib/kube.ts";
+import {
+  ROUTE_MATCH,
+  ROUTE_NAME,
+  ROUTE_SERVICE,
+  type RouteFixture,
+  startRouteFixture,
+} from "./lib/dashboard_route.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DEMO_MAIN = new URL("../demo/main.ts", import.meta.url).pathname;
@@ -76,7 +83,10 @@ Deno.test({
     const abort = AbortSignal.timeout(300_000);
     let pf: DashboardAccess | undefined;
     let session: BrowserSession | undefined;
+    let route: RouteFixture | undefined;
     try {
+      // The demo has no route: one of the test's own, started first so its traffic is in the store by its step.
+      route = await startRouteFixture();
       pf = await openDashboard(abort);
       console.log(`dashboard at ${pf.url} (${pf.via})`);
       session = await launchBrowser({ signal: abort });
@@ -201,6 +211,13 @@ Deno.test({
           await shot(page, dir, `workload-${vp.name}`);
         });
 
+        await t.step(
+          `${vp.name}: the route page shows the route's charts, rule, parent and policy`,
+          async () => {
+            await routePageStep(page, base, route!, dir, vp.name);
+          },
+        );
+
         await t.step(`${vp.name}: no horizontal scrolling of the page`, async () => {
           await open(page, base, Pages.overview);
           await waitForExpr(page, `document.querySelector('${Sel.serviceRow}')`, DATA_MS, "a service row");
@@ -283,6 +300,74 @@ Deno.test({
     } finally {
       await session?.close();
       await pf?.close();
+      await route?.close();
     }
   },
 });
+
+/**
+ * The route page of the fixture's HTTPRoute, reached from the client workload's route table (the link) and
+ * checked as rendered: its charts drawn from the route-labelled metrics, its rule's match and backend, its
+ * Service parent accepted, the policy note; the client's pod list links to pod pages.
+ */
+async function routePageStep(page: Page, base: string, route: RouteFixture, dir: string, vp: string) {
+  const ns = route.namespace;
+  const linkSel = `[data-test="route-link"][href="${route.page}"]`;
+  // The route table reads the store: right after the fixture starts it may have no row yet.
+  const deadline = Date.now() + 150_000;
+  for (;;) {
+    await open(page, base, `/namespaces/${ns}/deployments/api-load`);
+    try {
+      await waitForExpr(
+        page,
+        `document.querySelector('${linkSel}')`,
+        15_000,
+        `a route-table link to ${route.page}`,
+      );
+      break;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+    }
+  }
+  const pods = await pageEval<string[]>(
+    page,
+    `[...document.querySelectorAll('[data-test="pod-link"]')].map((a) => a.getAttribute('href'))`,
+  );
+  assert.ok(
+    pods.length === 1 && pods[0].startsWith(`/namespaces/${ns}/pods/api-load-`),
+    `the workload page does not link its one pod: ${pods}`,
+  );
+  await page.click(linkSel);
+  const twoPointLines =
+    `[...document.querySelectorAll('[data-test="route-charts"][data-direction="outbound"] ${Sel.chart} path')]
+    .filter((p) => new Set(((p.getAttribute('d') || '').match(/[ML][\\d.-]+/g) || []).map((c) => c.slice(1))).size >= 3)
+    .length >= 2`;
+  for (;;) {
+    try {
+      await waitForExpr(page, twoPointLines, 15_000, "2 route chart lines with 2 or more points");
+      break;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await open(page, base, route.page);
+    }
+  }
+  const v = await pageEval<
+    { path: string; title: string; parents: string[]; matches: string[]; backends: string[]; note: boolean }
+  >(
+    page,
+    `({ path: location.pathname,
+        title: (document.querySelector('[data-test="route-title"]') || {}).textContent || '',
+        parents: [...document.querySelectorAll('[data-test="route-parent"]')].map((r) =>
+          r.dataset.kind + '/' + r.dataset.name + ' ' + r.cells[2].textContent),
+        matches: [...document.querySelectorAll('[data-test="route-match"]')].map((m) => m.textContent),
+        backends: [...document.querySelectorAll('[data-test="route-backend"]')].map((b) => b.dataset.name),
+        note: !!document.querySelector('[data-test="route-policy-note"]') })`,
+  );
+  assert.equal(v.path, route.page, "the route table's link did not open the route page");
+  assert.equal(v.title.trim(), ROUTE_NAME);
+  assert.deepEqual(v.parents, [`Service/${ROUTE_SERVICE} True (Accepted)`]);
+  assert.deepEqual(v.matches, [ROUTE_MATCH]);
+  assert.deepEqual(v.backends, [ROUTE_SERVICE]);
+  assert.ok(v.note, "no policy note for a route on a Service");
+  await shot(page, dir, `route-${vp}`);
+}

@@ -15,6 +15,12 @@ const ROUTES = [
     nav: "workloads",
     keys: ["ns", "kinds", "name"],
   },
+  {
+    re: /^\/namespaces\/([^/]+)\/(httproutes|grpcroutes|serviceprofiles)\/([^/]+)$/,
+    page: "route",
+    nav: "workloads",
+    keys: ["ns", "kinds", "name"],
+  },
 ];
 
 /** The route of a location: page name, nav entry and params (path parameters, then the query's). */

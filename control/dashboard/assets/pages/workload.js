@@ -1,10 +1,11 @@
 // A workload's (or Service's) page: golden metrics as charts over a chosen window, inbound and outbound,
 // its route table (weft routes) and the inbound policy on its ports (Servers and their authorizations).
 import { getJSON } from "../lib/api.js";
-import { lineChart } from "../lib/chart.js";
+import { directionCharts } from "../lib/golden.js";
 import { every } from "../lib/refresh.js";
+import { policyRouteHref, routeHref } from "../lib/route_links.js";
 import { errorBox, h, table } from "../lib/dom.js";
-import { fmtLatency, fmtRps, fmtSuccess, successTone } from "../lib/format.js";
+import { fmtLatency, fmtRps, fmtSuccess, successTone, workloadHref } from "../lib/format.js";
 
 const KIND_OF = {
   deployments: "deployment",
@@ -61,9 +62,16 @@ export async function render(root, params, signal) {
     h("h2", { id: "h-policy" }, "Inbound policy"),
     h("p", { class: "muted" }, "Reading…"),
   );
-  root.append(charts, routes, ...(kind === "service" ? [] : [policy]));
+  const podList = h(
+    "section",
+    { "aria-labelledby": "h-pods" },
+    h("h2", { id: "h-pods" }, "Pods"),
+    h("p", { class: "muted" }, "Listing…"),
+  );
+  root.append(charts, routes, ...(kind === "service" ? [] : [policy]), ...(kind === "pod" ? [] : [podList]));
   const q = { ns, kind, name };
   await Promise.all([
+    kind === "pod" ? undefined : loadPods(podList, q, signal),
     loadCharts(charts, { ...q, window }, signal),
     loadRoutes(routes, { ...q, window: ROUTE_WINDOW[window] }, signal),
     kind === "service" ? undefined : loadPolicy(policy, q, signal),
@@ -71,38 +79,6 @@ export async function render(root, params, signal) {
   // New points arrive every step; the route table follows the same beat.
   every(15_000, signal, charts, () => loadCharts(charts, { ...q, window }, signal));
   every(15_000, signal, routes, () => loadRoutes(routes, { ...q, window: ROUTE_WINDOW[window] }, signal));
-}
-
-function directionCharts(d, label, cls, data) {
-  const at = { start: data.start, step: data.step, direction: label.toLowerCase() };
-  return [
-    lineChart({
-      ...at,
-      title: `${label} success rate`,
-      metric: "success",
-      yMax: 1,
-      series: [{ label: "success", cls, points: d.success }],
-      format: fmtSuccess,
-    }),
-    lineChart({
-      ...at,
-      title: `${label} requests per second`,
-      metric: "rps",
-      series: [{ label: "RPS", cls, points: d.rps }],
-      format: fmtRps,
-    }),
-    lineChart({
-      ...at,
-      title: `${label} latency`,
-      metric: "latency",
-      format: fmtLatency,
-      series: [{ label: "p50", cls: "p50", points: d.p50 }, { label: "p95", cls: "p95", points: d.p95 }, {
-        label: "p99",
-        cls: "p99",
-        points: d.p99,
-      }],
-    }),
-  ];
 }
 
 async function loadCharts(section, q, signal) {
@@ -168,7 +144,11 @@ async function loadRoutes(section, q, signal) {
         h(
           "tr",
           { dataset: { test: "route-row", route: r.route, source: r.source, rps: r.rps ?? 0 } },
-          h("td", {}, r.route),
+          h(
+            "td",
+            {},
+            routeHref(r) ? h("a", { href: routeHref(r), dataset: { test: "route-link" } }, r.route) : r.route,
+          ),
           h("td", {}, r.kind),
           h("td", {}, r.parent),
           h("td", { class: `num ${successTone(r.success)}` }, fmtSuccess(r.success)),
@@ -179,6 +159,39 @@ async function loadRoutes(section, q, signal) {
         )
       ),
     ),
+  );
+}
+
+async function loadPods(section, q, signal) {
+  let data;
+  try {
+    data = await getJSON("pods", q, signal);
+  } catch (e) {
+    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "pods-error"));
+    return;
+  }
+  section.replaceChildren(
+    section.firstChild,
+    data.pods.length
+      ? table(
+        ["Pod", "Phase", "Ready", "Meshed", h("th", { scope: "col", class: "num" }, "Restarts")],
+        data.pods.map((p) =>
+          h(
+            "tr",
+            { dataset: { test: "pod-row", name: p.name, meshed: p.meshed } },
+            h(
+              "td",
+              {},
+              h("a", { href: workloadHref(q.ns, "pod", p.name), dataset: { test: "pod-link" } }, p.name),
+            ),
+            h("td", {}, p.phase),
+            h("td", {}, p.ready),
+            h("td", { class: p.meshed ? "" : "warn" }, p.meshed ? "yes" : "no"),
+            h("td", { class: "num" }, String(p.restarts)),
+          )
+        ),
+      )
+      : h("p", {}, "No running pods."),
   );
 }
 
@@ -214,7 +227,19 @@ async function loadPolicy(section, q, signal) {
               )
               : h("span", { class: "warn" }, "none: every request to this port is denied"),
           ),
-          h("td", {}, s.routes.join(", ") || "default"),
+          h(
+            "td",
+            { class: "wrap" },
+            s.routes.length
+              ? s.routes.map((r) =>
+                h(
+                  "div",
+                  { dataset: { test: "policy-route", kind: r.kind, group: r.group, name: r.name } },
+                  h("a", { href: policyRouteHref(q.ns, r) }, `${r.kind} ${r.name}`),
+                )
+              )
+              : "default",
+          ),
         )
       ),
     )

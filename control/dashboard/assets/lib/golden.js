@@ -1,0 +1,36 @@
+// One direction's golden-metric charts (success rate, RPS, p50/p95/p99), shared by the workload and route pages.
+import { lineChart } from "./chart.js";
+import { fmtLatency, fmtRps, fmtSuccess } from "./format.js";
+
+/** `d`: { success, rps, p50, p95, p99 } point arrays; `data`: { start, step } of the grid. */
+export function directionCharts(d, label, cls, data) {
+  const at = { start: data.start, step: data.step, direction: label.toLowerCase() };
+  return [
+    lineChart({
+      ...at,
+      title: `${label} success rate`,
+      metric: "success",
+      yMax: 1,
+      series: [{ label: "success", cls, points: d.success }],
+      format: fmtSuccess,
+    }),
+    lineChart({
+      ...at,
+      title: `${label} requests per second`,
+      metric: "rps",
+      series: [{ label: "RPS", cls, points: d.rps }],
+      format: fmtRps,
+    }),
+    lineChart({
+      ...at,
+      title: `${label} latency`,
+      metric: "latency",
+      format: fmtLatency,
+      series: [{ label: "p50", cls: "p50", points: d.p50 }, { label: "p95", cls: "p95", points: d.p95 }, {
+        label: "p99",
+        cls: "p99",
+        points: d.p99,
+      }],
+    }),
+  ];
+}
