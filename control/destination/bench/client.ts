@@ -134,7 +134,12 @@ try {
       plan = m.plan;
       conns = Array.from(
         { length: m.plan.channels },
-        () => new DestinationClient(`127.0.0.1:${m.plan.port}`, grpc.credentials.createInsecure()),
+        // A local subchannel pool per client: separate connections, as separate proxies would open
+        // (grpc-js shares one connection among clients of an address otherwise).
+        () =>
+          new DestinationClient(`127.0.0.1:${m.plan.port}`, grpc.credentials.createInsecure(), {
+            "grpc.use_local_subchannel_pool": 1,
+          }),
       );
     } else if (m.type === "open") await open(m.streams);
     else if (m.type === "ping") send({ type: "pong", id: m.id, t: now() });
