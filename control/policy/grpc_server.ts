@@ -60,6 +60,8 @@ export interface PolicyServerOptions {
   streamSendTimeoutMs?: number;
   /** Tests shrink the shared control-plane server limits to reach them cheaply. */
   limits?: Partial<ControlServerLimits>;
+  /** How long the watch hub gathers a burst of store changes before one flush (default 5 ms). */
+  coalesceWindowMs?: number;
 }
 
 export class PolicyGrpcServer {
@@ -75,7 +77,7 @@ export class PolicyGrpcServer {
     const capacity = opts.streamQueueCapacity ?? 16;
     const sendTimeoutMs = opts.streamSendTimeoutMs ?? DEFAULT_STREAM_SEND_TIMEOUT_MS;
     checkStreamLimits("policy", capacity, sendTimeoutMs);
-    this.hub = new PolicyHub(store, config);
+    this.hub = new PolicyHub(store, config, { coalesceWindowMs: opts.coalesceWindowMs });
     const metrics = new GrpcServerMetrics(registry);
     this.#overflow = new Counter({
       name: "policy_updates_queue_overflow_total",

@@ -443,8 +443,43 @@ export function inboundPolicy(
   podName: string,
   port: number,
 ): ProtoServer {
+  return resolveInbound(store, cfg, ns, podName, port).build();
+}
+
+/** Which Server answers a pod port, and the means to build (and share) the answer. */
+export interface InboundAnswer {
+  /** `namespace/name` of the selecting Server, or undefined for the default policy. */
+  server: string | undefined;
+  /**
+   * Equal for two pod ports exactly when their answers are equal in the current store: the Server,
+   * the port and the pod's probe paths on it (the only pod input of a Server's answer). Undefined
+   * for the default policy, which reads the pod's and namespace's annotations.
+   */
+  shareKey: string | undefined;
+  build(): ProtoServer;
+}
+
+export function resolveInbound(
+  store: PolicyStore,
+  cfg: PolicyConfig,
+  ns: string,
+  podName: string,
+  port: number,
+): InboundAnswer {
   const pod = store.pod(ns, podName);
   if (!pod) throw new RequestError("not_found", `pod ${ns}/${podName} not found`);
   const server = matchingServers(store, pod, port)[0];
-  return server ? serverPolicy(store, server, pod, port, cfg) : defaultServer(store, pod, port, cfg);
+  if (!server) {
+    return {
+      server: undefined,
+      shareKey: undefined,
+      build: () => defaultServer(store, pod, port, cfg),
+    };
+  }
+  const name = `${server.metadata.namespace ?? ""}/${server.metadata.name}`;
+  return {
+    server: name,
+    shareKey: `${name}|${port}|${probePaths(pod, port).join("\n")}`,
+    build: () => serverPolicy(store, server, pod, port, cfg),
+  };
 }

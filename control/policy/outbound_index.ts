@@ -468,6 +468,23 @@ export function servicePolicy(
   return { metadata: meta, protocol };
 }
 
+/**
+ * Equal for two resolved targets exactly when their policies are equal in the current store: the
+ * Service port, plus the client's namespace only when it has consumer routes for that port (without
+ * them every client namespace gets the producer routes); or the fallback's address. Undefined for
+ * egress, whose answer depends on the client in more ways.
+ */
+export function targetShareKey(store: PolicyStore, target: OutboundTarget): string | undefined {
+  if (target.kind === "fallback") return `addr|${fromIpAddress(target.addr.ip!)}|${target.addr.port}`;
+  if (target.kind === "egress") return undefined;
+  const svc = target.service, svcNs = svc.metadata.namespace ?? "", srcNs = target.sourceNamespace;
+  const attaches = (r: HttpRoute | GrpcRoute) => routeAttachesToService(r, svc, target.port);
+  const consumer = srcNs !== undefined && srcNs !== svcNs &&
+    ([...store.httpRoutes(srcNs)].some((r) => attaches(r.route)) ||
+      [...store.grpcRoutes(srcNs)].some(attaches));
+  return `svc|${svcNs}/${svc.metadata.name}|${target.port}|${consumer ? srcNs : ""}`;
+}
+
 export function outboundPolicy(store: PolicyStore, cfg: PolicyConfig, spec: TrafficSpec): OutboundPolicy {
   const target = resolveTarget(store, cfg, spec);
   return policyForTarget(store, cfg, target);

@@ -1,17 +1,22 @@
 /**
- * Fans policy out to streams. Streams asking the same question share a topic (one computation,
- * one encoding per change). A store change marks the affected topics dirty and schedules one
- * flush on a later task, so the watch path does no more than a few map lookups; the flush
- * recomputes each dirty topic once and sends only what actually changed.
+ * Fans policy out to streams. Streams asking the same question share a topic, and topics whose
+ * answers are equal share one computation and one encoding per flush (the answer's share key: a
+ * Server and port, a Service port): the same bytes go to every stream. The watch path only records
+ * the store change and schedules one flush at most `coalesceWindowMs` later, so a burst of events
+ * (an informer re-list, a rollout) coalesces and the event path does no per-topic or per-stream
+ * work; the flush works out which topics the changes can affect (route changes only the topics
+ * of the Servers and Services they name), recomputes each once and sends only what changed.
+ * Streams that do not keep up are the sinks' business (bounded queue, then reset).
  */
 import { sameBytes } from "../../proto/support/bytes.ts";
 import { Server } from "../../proto/gen/inbound.ts";
 import { OutboundPolicy, type TrafficSpec } from "../../proto/gen/outbound.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import type { PolicyConfig } from "./config.ts";
-import { inboundPolicy } from "./inbound_index.ts";
-import { policyForTarget, resolveTarget, sourceNamespace } from "./outbound_index.ts";
-import type { Server as ServerResource } from "./resources.ts";
+import { resolveInbound } from "./inbound_index.ts";
+import { policyForTarget, resolveTarget, sourceNamespace, targetShareKey } from "./outbound_index.ts";
+import type { ObjectRef, Server as ServerResource } from "./resources.ts";
+import { isServerRef, isServiceRef } from "./ref_kind.ts";
 import { selects } from "./selector.ts";
 import { externalWorkload, externalWorkloadInboundPolicy } from "./external_workload_policy.ts";
 import type { PolicyStore, StoreChange } from "./store.ts";
@@ -33,7 +38,13 @@ interface Topic {
   externalWorkload?: string;
   /** Outbound only: namespace of the Service the target resolved to at the last compute. */
   targetNs?: string;
-  compute: () => Uint8Array;
+  /**
+   * `namespace/name` of the Server (inbound) or Service (outbound) the topic's answer came from at
+   * the last compute, indexed so a route change reaches only the topics of its parents.
+   */
+  parent?: string;
+  /** Computes the encoded answer, taking it from `shared` when an equal answer was encoded this flush. */
+  compute: (shared: Map<string, Uint8Array>) => Uint8Array;
   last: Uint8Array | undefined;
   subscribers: Set<Subscriber>;
 }
@@ -42,9 +53,23 @@ export interface HubStats {
   topics: number;
   subscribers: number;
   flushes: number;
+  /** Topics recomputed. */
   recomputed: number;
+  /** Answers encoded; recomputed − encoded were shared with a topic of equal answer. */
+  encoded: number;
   published: number;
 }
+
+export interface HubOptions {
+  /**
+   * How long after the first of a burst of store changes the flush runs (ms). Bounded: later changes
+   * do not postpone it. 0 flushes on the next macrotask.
+   */
+  coalesceWindowMs?: number;
+}
+
+/** Long enough to fold an informer burst into one flush, short against the 100 ms propagation goal. */
+export const DEFAULT_COALESCE_WINDOW_MS = 5;
 
 export class PolicyHub {
   readonly #store: PolicyStore;
@@ -54,14 +79,34 @@ export class PolicyHub {
   readonly #inByNs = new Map<string, Set<Topic>>();
   readonly #inByPod = new Map<string, Set<Topic>>();
   readonly #outbound = new Set<Topic>();
+  /** Topics by the `namespace/name` of their answer's Server (inbound) or Service (outbound). */
+  readonly #inByServer = new Map<string, Set<Topic>>();
+  readonly #outByService = new Map<string, Set<Topic>>();
+  /** ExternalWorkload inbound topics by namespace (not indexed by Server: see watchInboundExternal). */
+  readonly #inExternalByNs = new Map<string, Set<Topic>>();
   readonly #dirty = new Set<Topic>();
-  #scheduled = false;
+  /** Store changes since the last flush, expanded into dirty topics by the flush. */
+  #changes: StoreChange[] = [];
+  #timer: ReturnType<typeof setTimeout> | undefined;
   #unlisten: () => void;
-  readonly stats: HubStats = { topics: 0, subscribers: 0, flushes: 0, recomputed: 0, published: 0 };
+  readonly coalesceWindowMs: number;
+  readonly stats: HubStats = {
+    topics: 0,
+    subscribers: 0,
+    flushes: 0,
+    recomputed: 0,
+    encoded: 0,
+    published: 0,
+  };
   /** Called after each flush with the number of topics whose message changed (benchmarks, logs). */
   onFlush: ((changed: number) => void) | undefined;
 
-  constructor(store: PolicyStore, cfg: PolicyConfig) {
+  constructor(store: PolicyStore, cfg: PolicyConfig, opts: HubOptions = {}) {
+    const w = opts.coalesceWindowMs ?? DEFAULT_COALESCE_WINDOW_MS;
+    if (!Number.isFinite(w) || w < 0 || w > 1000) {
+      throw new RangeError(`policy hub: coalesce window must be 0..1000 ms, got ${w}`);
+    }
+    this.coalesceWindowMs = w;
     this.#store = store;
     this.#cfg = cfg;
     this.#unlisten = store.listen((c) => this.#onChange(c));
@@ -69,9 +114,21 @@ export class PolicyHub {
 
   close(): void {
     this.#unlisten();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#changes = [];
   }
 
+  /** The watch path: remember the change, schedule a flush; nothing per topic or per stream. */
   #onChange(c: StoreChange): void {
+    this.#changes.push(c);
+    if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => this.flush(), this.coalesceWindowMs);
+    }
+  }
+
+  /** Marks the topics a change can affect. */
+  #expand(c: StoreChange): void {
     switch (c.kind) {
       case "Pod":
         this.#mark(this.#inByPod.get(`${c.namespace}/${c.name}`));
@@ -119,13 +176,33 @@ export class PolicyHub {
       case "HTTPRoute":
       case "GatewayHTTPRoute":
       case "GRPCRoute": {
-        this.#mark(this.#inByNs.get(c.namespace ?? ""));
-        // Producer routes live with their Service; consumer routes with the client.
-        const hit: Topic[] = [];
-        for (const t of this.#outbound) {
-          if (t.targetNs === c.namespace || t.namespace === c.namespace) hit.push(t);
+        const routeNs = c.namespace ?? "";
+        const refs = [c.object, c.old].flatMap((o) =>
+          (o?.spec as { parentRefs?: ObjectRef[] })?.parentRefs ?? []
+        );
+        const target = (p: ObjectRef) => `${p.namespace ?? routeNs}/${p.name}`;
+        if (!refs.every((p) => isServerRef(p) || isServiceRef(p))) {
+          // A parent other than a Server or Service (an EgressNetwork, a typo): recompute broadly.
+          this.#mark(this.#inByNs.get(routeNs));
+          const hit: Topic[] = [];
+          for (const t of this.#outbound) {
+            if (t.targetNs === routeNs || t.namespace === routeNs) hit.push(t);
+          }
+          this.#mark(hit);
+          return;
         }
-        this.#mark(hit);
+        // A route attaches only to the Servers and Services it names (before or after the change).
+        for (const p of refs) {
+          if (isServerRef(p)) {
+            this.#mark(this.#inByServer.get(target(p)));
+            this.#mark(this.#inExternalByNs.get(p.namespace ?? routeNs));
+          } else {
+            const svcNs = p.namespace ?? routeNs;
+            const topics = this.#outByService.get(target(p));
+            // Producer routes (with their Service) reach every client; consumer routes their namespace's.
+            if (topics) this.#mark([...topics].filter((t) => svcNs === routeNs || t.namespace === routeNs));
+          }
+        }
         return;
       }
       default:
@@ -136,27 +213,27 @@ export class PolicyHub {
   #mark(topics: Iterable<Topic> | undefined): void {
     if (!topics) return;
     for (const t of topics) this.#dirty.add(t);
-    if (this.#dirty.size > 0 && !this.#scheduled) {
-      this.#scheduled = true;
-      // A macrotask, so a burst of events (an informer re-list) coalesces into one flush.
-      setTimeout(() => this.flush(), 0);
-    }
   }
 
-  /** Recomputes dirty topics and publishes the changed ones. */
+  /** Applies the changes since the last flush: recomputes affected topics, publishes the changed ones. */
   flush(): void {
-    this.#scheduled = false;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const changes = this.#changes;
+    this.#changes = [];
+    for (const c of changes) this.#expand(c);
     if (this.#dirty.size === 0) return;
     const dirty = [...this.#dirty];
     this.#dirty.clear();
     this.stats.flushes++;
+    const shared = new Map<string, Uint8Array>();
     let changed = 0;
     for (const t of dirty) {
       if (t.subscribers.size === 0) continue;
       this.stats.recomputed++;
       let bytes: Uint8Array;
       try {
-        bytes = t.compute();
+        bytes = t.compute(shared);
       } catch (e) {
         // The target vanished (pod or Service deleted): end its streams; proxies retry.
         for (const s of t.subscribers) s.fail(e);
@@ -187,11 +264,15 @@ export class PolicyHub {
         direction: "inbound",
         namespace: ns,
         pod,
-        compute: () => Server.encode(inboundPolicy(this.#store, this.#cfg, ns, pod, port)).finish(),
+        compute: (shared) => {
+          const answer = resolveInbound(this.#store, this.#cfg, ns, pod, port);
+          this.#reparent(t!, answer.server, this.#inByServer);
+          return this.#encode(shared, answer.shareKey, () => Server.encode(answer.build()).finish());
+        },
         last: undefined,
         subscribers: new Set(),
       };
-      t.last = t.compute(); // throws before the topic is registered
+      t.last = t.compute(new Map()); // throws before the topic is registered
       this.#register(t);
     }
     return this.#attach(t, sub);
@@ -207,12 +288,14 @@ export class PolicyHub {
         direction: "inbound",
         namespace: ns,
         externalWorkload: name,
+        // Never shared, never indexed by Server: ExternalWorkload topics are recomputed for any
+        // change in their namespace (few of them, and their answers read the workload itself).
         compute: () =>
           Server.encode(externalWorkloadInboundPolicy(this.#store, this.#cfg, ns, name, port)).finish(),
         last: undefined,
         subscribers: new Set(),
       };
-      t.last = t.compute();
+      t.last = t.compute(new Map());
       this.#register(t);
     }
     return this.#attach(t, sub);
@@ -234,22 +317,51 @@ export class PolicyHub {
         key,
         direction: "outbound",
         namespace: srcNs,
-        compute: () => {
+        compute: (shared) => {
           const target = resolveTarget(this.#store, this.#cfg, frozen);
           t!.targetNs = target.kind === "service"
             ? target.service.metadata.namespace
             : target.kind === "egress"
             ? target.network.metadata.namespace
             : undefined;
-          return OutboundPolicy.encode(policyForTarget(this.#store, this.#cfg, target)).finish();
+          const parent = target.kind === "service"
+            ? `${target.service.metadata.namespace ?? ""}/${target.service.metadata.name}`
+            : undefined;
+          this.#reparent(t!, parent, this.#outByService);
+          return this.#encode(
+            shared,
+            targetShareKey(this.#store, target),
+            () => OutboundPolicy.encode(policyForTarget(this.#store, this.#cfg, target)).finish(),
+          );
         },
         last: undefined,
         subscribers: new Set(),
       };
-      t.last = t.compute();
+      t.last = t.compute(new Map());
       this.#register(t);
     }
     return this.#attach(t, sub);
+  }
+
+  /** The answer for `key`, encoded at most once per flush. */
+  #encode(shared: Map<string, Uint8Array>, key: string | undefined, encode: () => Uint8Array): Uint8Array {
+    if (key !== undefined) {
+      const hit = shared.get(key);
+      if (hit) return hit;
+    }
+    const bytes = encode();
+    this.stats.encoded++;
+    if (key !== undefined) shared.set(key, bytes);
+    return bytes;
+  }
+
+  /** Moves `t` in a by-parent index when its answer now comes from another Server or Service. */
+  #reparent(t: Topic, parent: string | undefined, index: Map<string, Set<Topic>>): void {
+    if (t.parent === parent) return;
+    if (t.parent !== undefined) unindex(index, t.parent, t);
+    t.parent = parent;
+    // Registered topics only: a new topic is indexed by #register once its first compute succeeded.
+    if (parent !== undefined && this.#topics.get(t.key) === t) addIndex(index, parent, t);
   }
 
   #register(t: Topic): void {
@@ -263,7 +375,12 @@ export class PolicyHub {
       };
       add(this.#inByNs, t.namespace);
       add(this.#inByPod, workloadKey(t));
-    } else this.#outbound.add(t);
+      if (t.parent !== undefined) addIndex(this.#inByServer, t.parent, t);
+      if (t.externalWorkload !== undefined) addIndex(this.#inExternalByNs, t.namespace, t);
+    } else {
+      this.#outbound.add(t);
+      if (t.parent !== undefined) addIndex(this.#outByService, t.parent, t);
+    }
   }
 
   #drop(t: Topic): void {
@@ -281,7 +398,12 @@ export class PolicyHub {
       };
       del(this.#inByNs, t.namespace);
       del(this.#inByPod, workloadKey(t));
-    } else this.#outbound.delete(t);
+      if (t.parent !== undefined) unindex(this.#inByServer, t.parent, t);
+      if (t.externalWorkload !== undefined) unindex(this.#inExternalByNs, t.namespace, t);
+    } else {
+      this.#outbound.delete(t);
+      if (t.parent !== undefined) unindex(this.#outByService, t.parent, t);
+    }
   }
 
   #attach(t: Topic, sub: Subscriber): () => void {
@@ -301,4 +423,16 @@ function workloadKey(t: Topic): string {
   return t.externalWorkload !== undefined
     ? `ew:${t.namespace}/${t.externalWorkload}`
     : `${t.namespace}/${t.pod}`;
+}
+
+function addIndex(m: Map<string, Set<Topic>>, k: string, t: Topic): void {
+  let s = m.get(k);
+  if (!s) m.set(k, s = new Set());
+  s.add(t);
+}
+
+function unindex(m: Map<string, Set<Topic>>, k: string, t: Topic): void {
+  const s = m.get(k);
+  s?.delete(t);
+  if (s && s.size === 0) m.delete(k);
 }

@@ -52,6 +52,7 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/policy/route_convert.ts",
   "control/policy/test_server.ts",
   "control/policy/watch_hub.ts",
+  "control/policy/watch_hub_test.ts",
   "proxy/discovery/control_client_test.ts",
   "proxy/identity/certify_client_test.ts",
   "proxy/testing/control_plane.ts",

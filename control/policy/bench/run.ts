@@ -135,7 +135,7 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     source.start((e) => store.apply(e), abort.signal);
     const registry = new Registry();
     const srv = new PolicyGrpcServer({ store, config: defaultPolicyConfig(), registry });
-    coalesceMs = (srv.hub as { coalesceWindowMs?: number }).coalesceWindowMs ?? 0;
+    coalesceMs = srv.hub.coalesceWindowMs;
     for (const { kind, object } of objects(size)) {
       source.emit("added", kind, object);
       objectCount++;
