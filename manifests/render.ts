@@ -89,6 +89,31 @@ export async function loadDir(dir: string): Promise<Manifest[]> {
   return out;
 }
 
+const shipped = new Map<string, Promise<readonly Manifest[]>>();
+
+/**
+ * loadDir for the manifests shipped with weft (CRDs, the control plane), parsed once per process and frozen:
+ * they do not change while it runs, and a long-running reader (the dashboard's overview) would otherwise parse
+ * megabytes of YAML on every request. A failed load is not kept.
+ */
+export function loadShippedDir(dir: string): Promise<readonly Manifest[]> {
+  let p = shipped.get(dir);
+  if (!p) {
+    p = loadDir(dir).then((ms) => deepFreeze(ms));
+    shipped.set(dir, p);
+    p.catch(() => shipped.delete(dir));
+  }
+  return p;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 function b64(text: string): string {
   const bytes = new TextEncoder().encode(text);
   let bin = "";

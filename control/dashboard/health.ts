@@ -11,7 +11,7 @@ import { certInfos } from "../identity/cert_info.ts";
 import { ISSUERS_KEY, TRUST_ANCHORS_KEY } from "../identity/trust_roots.ts";
 import { CONTROL_PLANE_DIR } from "../../manifests/deploy.ts";
 import type { Kube } from "../../manifests/kube.ts";
-import { loadDir, NAMESPACE, TRUST_ROOTS_CONFIGMAP } from "../../manifests/render.ts";
+import { loadShippedDir, NAMESPACE, TRUST_ROOTS_CONFIGMAP } from "../../manifests/render.ts";
 import { checkApiServer, checkCrds, checkNamespace } from "../../manifests/check/cluster.ts";
 import { checkDeployment, livePods } from "../../manifests/check/control_plane.ts";
 import {
@@ -146,7 +146,7 @@ export async function readOverview(kube: Kube, nowMs: number, _signal: AbortSign
   if (api.outcome === "ok") {
     const ns = await guarded("cluster", "namespace", async () => (await checkNamespace(ctx)).result);
     checks.push(ns);
-    const controlPlane = (await loadDir(CONTROL_PLANE_DIR)).filter((x) => x.kind === "Deployment");
+    const controlPlane = (await loadShippedDir(CONTROL_PLANE_DIR)).filter((x) => x.kind === "Deployment");
     const injected = injectedNamespaces(namespaces);
     const rest = await Promise.all([
       guarded("cluster", "CRDs", () => checkCrds(ctx)),

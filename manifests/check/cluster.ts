@@ -2,7 +2,7 @@
 import { Annotations } from "../../proto/annotations.ts";
 import { CRD_DIR } from "../deploy.ts";
 import { objectPath } from "../kinds.ts";
-import { loadDir, NAMESPACE } from "../render.ts";
+import { loadShippedDir, NAMESPACE } from "../render.ts";
 import type { Obj } from "./objects.ts";
 import { type CheckContext, type CheckResult, result } from "./result.ts";
 
@@ -43,7 +43,7 @@ export async function checkNamespace(ctx: CheckContext): Promise<{ result: Check
 
 export async function checkCrds(ctx: CheckContext): Promise<CheckResult> {
   const missing: string[] = [];
-  const crds = await loadDir(CRD_DIR);
+  const crds = await loadShippedDir(CRD_DIR);
   for (const c of crds) {
     const live = await ctx.kube.get<Obj>(objectPath(c));
     if (!live?.status?.conditions?.some((x: Obj) => x.type === "Established" && x.status === "True")) {
