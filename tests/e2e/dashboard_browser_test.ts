@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { type BrowserSession, launchBrowser, type Page, pageEval, waitForExpr } from "./lib/browser.ts";
 import {
   type DashboardAccess,
+  dashboardRestarts,
   DEMO_EDGES,
   DEMO_NS,
   DEMO_SERVICES,
@@ -25,6 +26,8 @@ import {
 } from "./lib/dashboard_route.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
+/** A dashboard run by hand (tests/e2e/lib/dashboard.ts) has no pod to watch. */
+const DASHBOARD_URL_SET = !!Deno.env.get("WEFT_DASHBOARD_URL");
 const DEMO_MAIN = new URL("../demo/main.ts", import.meta.url).pathname;
 const VIEWPORTS = [{ name: "wide", width: 1280, height: 800 }, { name: "narrow", width: 400, height: 800 }];
 /** The dashboard refreshes from Prometheus; RPS needs a couple of scrapes after a page opens. */
@@ -57,6 +60,12 @@ function collectErrors(page: Page): string[] {
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(`console: ${m.text()}`);
   });
+  // The console line of a failed load does not name the URL; this does.
+  page.on("requestfailed", (r) => {
+    const why = r.failure()?.errorText ?? "failed";
+    // A navigation or a page leaving aborts its own fetches and streams: not an error.
+    if (why !== "net::ERR_ABORTED") errors.push(`request: ${r.method()} ${r.url()}: ${why}`);
+  });
   return errors;
 }
 
@@ -79,6 +88,9 @@ Deno.test({
     assert.deepEqual(missing, [], `the demo is not running in ${DEMO_NS} (run \`deno task demo\`)`);
     const dir = await artefactDir();
     console.log(`dashboard screenshots: ${dir}`);
+    // The pages' load must not push the dashboard over its memory limit (it was OOM-killed once, which the
+    // browser saw as empty responses).
+    const restartsBefore = DASHBOARD_URL_SET ? undefined : await dashboardRestarts();
 
     const abort = AbortSignal.timeout(300_000);
     let pf: DashboardAccess | undefined;
@@ -297,10 +309,26 @@ Deno.test({
         );
       });
       await page.close();
+
+      if (restartsBefore) {
+        await t.step("the dashboard was not restarted while the browser used it", async () => {
+          for (const [c, now] of await dashboardRestarts()) {
+            const before: number = restartsBefore.get(c)?.restarts ?? 0;
+            assert.equal(
+              now.restarts,
+              before,
+              `${c} restarted ${now.restarts - before} times (last: ${now.reason})`,
+            );
+          }
+        });
+      }
     } finally {
       await session?.close();
       await pf?.close();
       await route?.close();
+      // The forward's own failures (API server, kubelet) explain a failed load in the page.
+      const said = (await pf?.stderr())?.split("\n").filter((l) => l && !l.startsWith("forwarding;"));
+      if (said?.length) console.log(`weft dashboard said:\n${said.join("\n")}`);
     }
   },
 });

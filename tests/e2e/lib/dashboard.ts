@@ -56,6 +56,7 @@ export async function openDashboard(signal?: AbortSignal): Promise<DashboardAcce
     return {
       url: DASHBOARD_URL.replace(/\/$/, ""),
       close: () => Promise.resolve(),
+      stderr: () => Promise.resolve(""),
       via: "WEFT_DASHBOARD_URL",
     };
   }
@@ -84,4 +85,28 @@ export async function demoNotRunning(): Promise<string[]> {
     const d = items.find((x) => x.metadata.name === name);
     return !d || (d.status?.availableReplicas ?? 0) < 1;
   });
+}
+
+/** Restarts of the dashboard's containers, by pod/container, with the last termination's reason (e.g. OOMKilled). */
+export async function dashboardRestarts(): Promise<Map<string, { restarts: number; reason: string }>> {
+  const pods = await kjson([
+    "-n",
+    CONTROL_PLANE_NS,
+    "get",
+    "pods",
+    "-l",
+    "linkerd.io/control-plane-component=dashboard",
+    "-o",
+    "json",
+  ]);
+  const out = new Map<string, { restarts: number; reason: string }>();
+  for (const p of pods.items as Json[]) {
+    for (const c of p.status?.containerStatuses ?? []) {
+      out.set(`${p.metadata.name}/${c.name}`, {
+        restarts: c.restartCount ?? 0,
+        reason: c.lastState?.terminated?.reason ?? "",
+      });
+    }
+  }
+  return out;
 }

@@ -11,6 +11,8 @@ export interface DashboardProcess {
   url: string;
   /** Idempotent: Ctrl-C, then SIGKILL after 5 s; waits for the CLI to exit. */
   close(): Promise<void>;
+  /** What the CLI wrote to stderr (its forward's failures are printed at exit), once it has exited. */
+  stderr(): Promise<string>;
 }
 
 export async function startWeftDashboard(
@@ -61,7 +63,7 @@ export async function startWeftDashboard(
             while (!(await reader.read()).done) { /* discard */ }
           } catch { /* closed */ }
         })();
-        return { url: m[1], close };
+        return { url: m[1], close, stderr: () => stderr };
       }
     }
   } finally {
