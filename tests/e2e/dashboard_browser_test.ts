@@ -230,6 +230,10 @@ Deno.test({
           },
         );
 
+        await t.step(`${vp.name}: graph and charts fit their boxes, edge labels do not crowd`, async () => {
+          await fitStep(page, base, dir, vp.name);
+        });
+
         await t.step(`${vp.name}: no horizontal scrolling of the page`, async () => {
           await open(page, base, Pages.overview);
           await waitForExpr(page, `document.querySelector('${Sel.serviceRow}')`, DATA_MS, "a service row");
@@ -398,4 +402,51 @@ async function routePageStep(page: Page, base: string, route: RouteFixture, dir:
   assert.deepEqual(v.backends, [ROUTE_SERVICE]);
   assert.ok(v.note, "no policy note for a route on a Service");
   await shot(page, dir, `route-${vp}`);
+}
+
+/**
+ * Nothing cut and nothing crowded: the topology's drawing lies inside its viewBox and inside its box (or the box
+ * scrolls sideways to it), no shown edge label covers another label or a workload box, and every chart's y-axis
+ * label (e.g. "100.00%") lies inside its chart.
+ */
+async function fitStep(page: Page, base: string, dir: string, vp: string) {
+  await open(page, base, Pages.topology);
+  await waitForExpr(page, `document.querySelector('${Sel.edge}[data-label]')`, DATA_MS, "edges with labels");
+  const topo = await pageEval<{ inViewBox: boolean; inBox: boolean; pans: boolean; crowded: string[] }>(
+    page,
+    `(() => {
+      const svg = document.querySelector('[data-test="topology-graph"]');
+      const box = svg.parentElement;
+      const bb = svg.getBBox(), vb = svg.viewBox.baseVal;
+      const inViewBox = bb.x >= vb.x && bb.y >= vb.y && bb.x + bb.width <= vb.x + vb.width + 0.5 &&
+        bb.y + bb.height <= vb.y + vb.height + 0.5;
+      const s = svg.getBoundingClientRect(), b = box.getBoundingClientRect();
+      const inBox = s.left >= b.left - 0.5 && s.right <= b.right + 0.5;
+      const ox = getComputedStyle(box).overflowX;
+      const pans = (ox === 'auto' || ox === 'scroll') && box.scrollWidth + 0.5 >= s.width;
+      const labels = [...document.querySelectorAll('${Sel.edge} .edge-label')].map((t) => t.getBoundingClientRect());
+      const nodes = [...document.querySelectorAll('${Sel.node} rect')].map((r) => r.getBoundingClientRect());
+      const hit = (a, c) => a.left < c.right - 1 && c.left < a.right - 1 && a.top < c.bottom - 1 && c.top < a.bottom - 1;
+      const crowded = [];
+      labels.forEach((a, i) => {
+        labels.forEach((c, j) => { if (j > i && hit(a, c)) crowded.push('label ' + i + ' covers label ' + j); });
+        nodes.forEach((n, j) => { if (hit(a, n)) crowded.push('label ' + i + ' covers node ' + j); });
+      });
+      return { inViewBox, inBox, pans, crowded };
+    })()`,
+  );
+  assert.ok(topo.inViewBox, "part of the topology is drawn outside its viewBox (cut)");
+  assert.ok(topo.inBox || topo.pans, "the topology is wider than its box and the box does not scroll to it");
+  assert.deepEqual(topo.crowded, [], "edge labels crowd");
+  await shot(page, dir, `topology-fit-${vp}`);
+  await open(page, base, Pages.workload("web"));
+  await waitForExpr(page, `document.querySelector('${Sel.chart} .y-label')`, DATA_MS, "chart y-axis labels");
+  const cut = await pageEval<string[]>(
+    page,
+    `[...document.querySelectorAll('${Sel.chart} .y-label')].filter((t) => {
+       const r = t.getBoundingClientRect(), s = t.ownerSVGElement.getBoundingClientRect();
+       return r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5;
+     }).map((t) => t.textContent)`,
+  );
+  assert.deepEqual(cut, [], "y-axis labels cut by their chart");
 }

@@ -4,7 +4,16 @@ import { lastValue, linePath, niceMax, timeTicks } from "./chart_math.js";
 
 const W = 320;
 const H = 140;
-const BOX = { x: 46, y: 8, width: W - 54, height: H - 30 };
+/** Axis text size (user units) and a generous average glyph width for it, so a label is never cut. */
+const AXIS_PX = 10;
+const GLYPH = 0.65 * AXIS_PX;
+
+/** The plot area: its left side leaves room for the widest y-axis label (e.g. "100.00%"). */
+function plotBox(yLabels) {
+  const widest = Math.max(...yLabels.map((t) => t.length));
+  const x = Math.ceil(widest * GLYPH) + 8;
+  return { x, y: 8, width: W - x - 8, height: H - 30 };
+}
 
 /**
  * A figure with one line per series: { title, metric, direction, series: [{ label, cls, points }], start,
@@ -13,6 +22,9 @@ const BOX = { x: 46, y: 8, width: W - 54, height: H - 30 };
 export function lineChart(o) {
   const all = o.series.flatMap((x) => x.points);
   const yMax = o.yMax ?? niceMax(all);
+  const fractions = [0, 0.5, 1];
+  const yLabels = fractions.map((f) => (o.axisFormat ?? o.format)(yMax * f));
+  const BOX = plotBox(yLabels);
   const svg = s("svg", {
     viewBox: `0 0 ${W} ${H}`,
     role: "img",
@@ -20,17 +32,17 @@ export function lineChart(o) {
       o.series.map((x) => `${x.label} ${o.format(lastValue(x.points))}`).join(", ")
     }`,
   });
-  for (const f of [0, 0.5, 1]) {
+  fractions.forEach((f, i) => {
     const y = BOX.y + BOX.height * (1 - f);
     svg.append(
       s("line", { class: "gridline", x1: BOX.x, x2: BOX.x + BOX.width, y1: y, y2: y }),
       s(
         "text",
-        { class: "axis", x: BOX.x - 4, y: y + 3, "text-anchor": "end" },
-        (o.axisFormat ?? o.format)(yMax * f),
+        { class: "axis y-label", x: BOX.x - 4, y: y + 3, "text-anchor": "end" },
+        yLabels[i],
       ),
     );
-  }
+  });
   const n = o.series[0]?.points.length ?? 0;
   for (const t of timeTicks(o.start, o.step, n)) {
     const x = BOX.x + (n > 1 ? (t.i * BOX.width) / (n - 1) : 0);

@@ -6,6 +6,7 @@ import { getJSON } from "../lib/api.js";
 import { errorBox, h, s } from "../lib/dom.js";
 import { fmtRps, fmtSuccess, workloadHref } from "../lib/format.js";
 import { navigate } from "../app.js";
+import { labelBox, placeLabels } from "../lib/label_place.js";
 
 const REFRESH_MS = 5000;
 const WINDOWS = ["1m", "5m", "15m", "1h"];
@@ -48,12 +49,18 @@ function edgeTitle(e, from, to) {
   ].filter(Boolean).join("\n");
 }
 
+/** Where along an edge (Bézier parameter) its label may sit, in preference order. */
+const LABEL_SPOTS = [0.6, 0.45, 0.75, 0.3, 0.85, 0.2];
+const LABEL_PX = 11;
+
 function draw(data, showNs) {
   const byId = new Map(data.nodes.map((n) => [n.id, n]));
+  const width = Math.max(data.width, 400);
+  const height = Math.max(data.height, 120);
   const svg = s("svg", {
     class: "topology-graph",
-    viewBox: `0 0 ${Math.max(data.width, 400)} ${Math.max(data.height, 120)}`,
-    width: Math.max(data.width, 400),
+    viewBox: `0 0 ${width} ${height}`,
+    width,
     role: "group",
     "aria-label": `${data.nodes.length} workloads, ${data.edges.length} edges`,
     dataset: { test: "topology-graph" },
@@ -78,6 +85,24 @@ function draw(data, showNs) {
   );
   const edges = s("g", { class: "edges" });
   const said = new Set();
+  const pending = [];
+  // What is drawn, so the viewBox holds all of it (a self-loop bows above its box).
+  const extent = {
+    x0: 0,
+    y0: 0,
+    x1: width,
+    y1: height,
+    add(x, y) {
+      this.x0 = Math.min(this.x0, x - 8);
+      this.y0 = Math.min(this.y0, y - 8);
+      this.x1 = Math.max(this.x1, x + 8);
+      this.y1 = Math.max(this.y1, y + 8);
+    },
+  };
+  for (const n of data.nodes) {
+    extent.add(n.x - NODE_W / 2, n.y - NODE_H / 2);
+    extent.add(n.x + NODE_W / 2, n.y + NODE_H / 2);
+  }
   for (const e of data.edges) {
     const a = byId.get(e.from), b = byId.get(e.to);
     if (!a || !b) continue;
@@ -95,11 +120,12 @@ function draw(data, showNs) {
       const y1 = a.y + NODE_H / 2, y2 = b.y + NODE_H / 2, bow = Math.max(y1, y2) + 40;
       c = [[a.x, y1], [a.x, bow], [b.x, bow], [b.x, y2]];
     }
+    for (const [x, y] of c) extent.add(x, y);
     const d = `M ${c[0].join(" ")} C ${c[1].join(" ")}, ${c[2].join(" ")}, ${c[3].join(" ")}`;
-    const t = 0.6, u = 1 - t;
-    const at = (k) =>
-      u * u * u * c[0][k] + 3 * u * u * t * c[1][k] + 3 * u * t * t * c[2][k] + t * t * t * c[3][k];
-    const lx = at(0), ly = at(1) - 5;
+    const at = (t, k) => {
+      const u = 1 - t;
+      return u * u * u * c[0][k] + 3 * u * u * t * c[1][k] + 3 * u * t * t * c[2][k] + t * t * t * c[3][k];
+    };
     const tone = e.tone;
     const label = edgeLabel(e, said);
     const g = s(
@@ -130,9 +156,41 @@ function draw(data, showNs) {
         "stroke-dasharray": e.failing ? "8 5" : !e.mtls ? "2 4" : undefined,
         "marker-end": `url(#arrow-${tone})`,
       }),
-      label ? s("text", { x: lx, y: ly, "text-anchor": "middle", class: "edge-label" }, label) : null,
     );
     edges.append(g);
+    if (label) {
+      const box = labelBox(label, LABEL_PX, !e.mtls);
+      pending.push({
+        g,
+        label,
+        id: pending.length,
+        ...box,
+        // Failing edges first, then the busiest: those are the labels worth the space.
+        priority: (e.failing ? 1e6 : 0) + (e.rps ?? 0),
+        spots: LABEL_SPOTS.map((t) => ({ x: at(t, 0), y: at(t, 1) - 9 })),
+      });
+    }
+  }
+  // Labels that would cover a box or another label are left out (the edge's tooltip, its aria-label and the
+  // lists below still say it all), so a dense graph or a narrow window stays readable.
+  const margin = 2;
+  const boxes = data.nodes.map((n) => ({
+    x: n.x - NODE_W / 2 - margin,
+    y: n.y - NODE_H / 2 - margin,
+    w: NODE_W + 2 * margin,
+    h: NODE_H + 2 * margin,
+  }));
+  svg.setAttribute("viewBox", `${extent.x0} ${extent.y0} ${extent.x1 - extent.x0} ${extent.y1 - extent.y0}`);
+  svg.setAttribute("width", String(extent.x1 - extent.x0));
+  const at = placeLabels(pending, boxes, { width, height });
+  for (const p of pending) {
+    const pos = at.get(p.id);
+    p.g.dataset.label = pos ? "shown" : "hidden";
+    if (!pos) continue;
+    // The text's baseline sits 4 units under the box's centre line for an 11 px font.
+    p.g.append(
+      s("text", { x: pos.x, y: pos.y + 4, "text-anchor": "middle", class: "edge-label" }, p.label),
+    );
   }
   const nodes = s("g", { class: "nodes" });
   for (const n of data.nodes) {
