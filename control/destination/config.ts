@@ -20,6 +20,11 @@ export interface DestinationConfig {
   streamQueueCapacity: number;
   /** A stream whose transport stays full this long is reset. */
   streamSendTimeoutMs: number;
+  /**
+   * Endpoint changes within this many ms are merged into one recompute and one diff per view
+   * (0: merge only within one turn of the event loop). It bounds the latency it adds.
+   */
+  coalesceWindowMs: number;
 }
 
 export function defaultConfig(overrides: Partial<DestinationConfig> = {}): DestinationConfig {
@@ -33,8 +38,12 @@ export function defaultConfig(overrides: Partial<DestinationConfig> = {}): Desti
     enableIPv6: false,
     streamQueueCapacity: 100,
     streamSendTimeoutMs: DEFAULT_STREAM_SEND_TIMEOUT_MS,
+    coalesceWindowMs: DEFAULT_COALESCE_WINDOW_MS,
     ...overrides,
   };
 }
+
+/** Long enough to merge a rollout's pod and slice events, short against the 100 ms propagation goal. */
+export const DEFAULT_COALESCE_WINDOW_MS = 5;
 
 export const DEFAULT_INBOUND_PORT = Ports.proxyInbound;

@@ -61,6 +61,7 @@ Deno.test({
         hostname: "127.0.0.1",
         port: 0,
         log: () => {},
+        signal: ctrl.signal,
       });
       server = s.server;
       client = new DestinationClient(`127.0.0.1:${s.port}`, grpc.credentials.createInsecure());

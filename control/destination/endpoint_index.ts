@@ -1,8 +1,11 @@
 /**
  * Endpoint topics: one per (service, port, hostname) with subscribers, each holding one view
  * per client node (the filter), shared by every stream with the same key. Informer handlers
- * only mark topics dirty; one coalesced flush per turn of the event loop recomputes them, diffs
- * each view once and pushes the same encoded bytes to every subscriber's bounded queue.
+ * only mark topics dirty (no per-stream work on the watch path); one flush per coalescing window
+ * recomputes them, reusing the endpoints whose inputs did not change, diffs each view once
+ * against what its streams were sent, and queues the same encoded bytes for all its subscribers.
+ * A fan-out pump then writes them to each subscriber's bounded queue, in order, yielding to the
+ * event loop between time slices so a large fan-out does not hold up watch events or other I/O.
  */
 import { sameBytes } from "../../proto/support/bytes.ts";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -27,6 +30,22 @@ import type { EndpointSlice, Pod, Service } from "./k8s_types.ts";
 
 export interface Subscriber {
   push(message: Uint8Array): void;
+}
+
+/** Longest run of fan-out writes before the pump yields to the event loop. */
+export const FANOUT_SLICE_MS = 10;
+
+/** One message for the subscribers a view had when it was computed. */
+interface FanOut {
+  subscribers: readonly Subscriber[];
+  message: Uint8Array;
+  next: number;
+}
+
+export interface EndpointIndexOptions {
+  registry?: Registry;
+  /** Stops the flush and fan-out timers. */
+  signal?: AbortSignal;
 }
 
 export interface EndpointRequest {
@@ -65,14 +84,23 @@ export class EndpointIndex {
   readonly #byPod = new Map<string, Set<Topic>>();
   readonly #dirty = new Set<Topic>();
   #scheduled = false;
+  #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Bumped when an input every endpoint may read changes, so no endpoint is reused across it. */
+  #generation = 0;
+  #fanout: FanOut[] = [];
+  #fanoutHead = 0;
+  #pumpTimer: ReturnType<typeof setTimeout> | undefined;
+  #closed = false;
   readonly #updates: Counter | undefined;
   /** Called after each flush with the number of topics recomputed (for benchmarks). */
   onFlush: ((topics: number) => void) | undefined;
 
-  constructor(state: ClusterState, config: DestinationConfig, registry?: Registry) {
+  constructor(state: ClusterState, config: DestinationConfig, opts: EndpointIndexOptions = {}) {
     this.#state = state;
     this.#config = config;
     this.#lookups = state.lookups();
+    const registry = opts.registry;
+    opts.signal?.addEventListener("abort", () => this.close(), { once: true });
     if (registry) {
       const topics = this.#topics;
       this.#updates = new Counter({
@@ -144,15 +172,21 @@ export class EndpointIndex {
     s.pods.onUpdate((_o, n) => pod(n));
     s.pods.onDelete(pod);
     // Rare changes that can touch any topic of a namespace (or all, for nodes).
-    const inNamespace = (o: KubeObject) => this.#markNamespace(o.metadata.namespace ?? o.metadata.name ?? "");
+    const inNamespace = (o: KubeObject) => {
+      this.#generation++;
+      this.#markNamespace(o.metadata.namespace ?? o.metadata.name ?? "");
+    };
     const rare = [s.replicaSets, s.jobs, s.servers, s.externalWorkloads].filter((i) => i !== undefined);
     for (const inf of rare as typeof s.replicaSets[]) {
       inf.onAdd(inNamespace);
       inf.onUpdate((_o, n) => inNamespace(n));
       inf.onDelete(inNamespace);
     }
-    s.namespaces.onUpdate((_o, n) => this.#markNamespace(n.metadata.name ?? ""));
-    const allTopics = () => this.#markAll(new Set(this.#topics.values()));
+    s.namespaces.onUpdate((_o, n) => inNamespace(n));
+    const allTopics = () => {
+      this.#generation++;
+      this.#markAll(new Set(this.#topics.values()));
+    };
     s.nodes.onAdd(allTopics);
     s.nodes.onUpdate(allTopics);
     s.nodes.onDelete(allTopics);
@@ -172,25 +206,73 @@ export class EndpointIndex {
 
   #mark(t: Topic): void {
     this.#dirty.add(t);
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      queueMicrotask(() => this.#flush());
-    }
+    if (this.#scheduled || this.#closed) return;
+    this.#scheduled = true;
+    // Changes within the window are merged: each dirty topic is recomputed once and its views
+    // send one diff from what their streams had to the latest state, so no final state is lost.
+    const window = this.#config.coalesceWindowMs;
+    if (window > 0) this.#flushTimer = setTimeout(() => this.#flush(), window);
+    else queueMicrotask(() => this.#flush());
   }
 
-  /** Recomputes dirty topics; also callable directly by tests to flush synchronously. */
+  /** Recomputes dirty topics and fans out; also callable directly by tests to flush synchronously. */
   flush(): void {
     this.#flush();
   }
 
+  /** Stops the timers; nothing more is computed or sent. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#flushTimer);
+    clearTimeout(this.#pumpTimer);
+    this.#dirty.clear();
+    this.#fanout = [];
+    this.#fanoutHead = 0;
+  }
+
   #flush(): void {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
     this.#scheduled = false;
+    if (this.#closed) return;
     const n = this.#dirty.size;
     for (const t of this.#dirty) {
       if (this.#topics.get(t.key) === t) this.#recompute(t);
     }
     this.#dirty.clear();
     if (n > 0) this.onFlush?.(n);
+    // A pump already waiting for its next slice keeps the order: it takes the new jobs after the old.
+    if (this.#pumpTimer === undefined) this.#pump();
+  }
+
+  /** Writes queued messages to their subscribers in order, for at most FANOUT_SLICE_MS at a time. */
+  #pump(): void {
+    this.#pumpTimer = undefined;
+    const stop = performance.now() + FANOUT_SLICE_MS;
+    let writes = 0;
+    while (this.#fanoutHead < this.#fanout.length) {
+      const job = this.#fanout[this.#fanoutHead];
+      while (job.next < job.subscribers.length) {
+        job.subscribers[job.next++].push(job.message);
+        if ((++writes & 63) === 0 && performance.now() > stop) {
+          this.#pumpTimer = setTimeout(() => this.#pump(), 0);
+          return;
+        }
+      }
+      // Drop the reference now: a long queue is not kept alive until it is empty.
+      this.#fanout[this.#fanoutHead++] = DONE;
+    }
+    this.#fanout = [];
+    this.#fanoutHead = 0;
+  }
+
+  /** Messages waiting for the fan-out pump (for tests and metrics). */
+  get fanoutPending(): number {
+    let n = 0;
+    for (let i = this.#fanoutHead; i < this.#fanout.length; i++) {
+      n += this.#fanout[i].subscribers.length - this.#fanout[i].next;
+    }
+    return n;
   }
 
   #compute(t: Topic): EndpointSet | undefined {
@@ -198,7 +280,10 @@ export class EndpointIndex {
     const svc = this.#state.services.get(ns, name);
     if (!svc || svc.spec?.type === "ExternalName") return undefined;
     const slices = this.#state.endpointSlices.byIndex("service", t.serviceKey);
-    return computeEndpoints(svc, slices, t.port, t.hostname, this.#lookups, this.#config);
+    return computeEndpoints(svc, slices, t.port, t.hostname, this.#lookups, this.#config, {
+      previous: t.set,
+      generation: this.#generation,
+    });
   }
 
   #setPods(t: Topic, before: Set<string> | undefined, after: Set<string> | undefined): void {
@@ -238,10 +323,11 @@ export class EndpointIndex {
     const next = new Map<string, Endpoint>();
     const added: Uint8Array[] = [];
     for (const e of visible) {
-      const loc = localityOf(e, view.client);
-      const bytes = encodedAddr(e, loc);
       next.set(e.key, e);
       const old = view.snapshot.get(e.key);
+      // The same object: built from unchanged inputs, so the same bytes.
+      if (old === e) continue;
+      const bytes = encodedAddr(e, localityOf(e, view.client));
       if (!old || !sameBytes(encodedAddr(old, localityOf(old, view.client)), bytes)) added.push(bytes);
     }
     const removed = [];
@@ -265,9 +351,11 @@ export class EndpointIndex {
     return { service: t.serviceKey.split("/")[1], namespace: t.namespace };
   }
 
+  /** Queues one message for the view's current subscribers: later subscribers start from the new state. */
   #send(view: View, message: Uint8Array, type: string): void {
     this.#updates?.inc({ type });
-    for (const s of view.subscribers) s.push(message);
+    if (view.subscribers.size === 0) return;
+    this.#fanout.push({ subscribers: [...view.subscribers], message, next: 0 });
   }
 
   /**
@@ -351,3 +439,5 @@ export class EndpointIndex {
     };
   }
 }
+
+const DONE: FanOut = { subscribers: [], message: new Uint8Array(0), next: 0 };

@@ -48,6 +48,8 @@ export interface Endpoint {
   addr: WeightedAddr;
   /** Encoded WeightedAddr per client locality, filled on first use and shared by all views. */
   encoded: Partial<Record<Locality, Uint8Array>>;
+  /** The slice fields and pod object it was built from: while they are the same it is reused. */
+  basis?: { fields: string; pod: Pod };
 }
 
 export interface EndpointSet {
@@ -56,6 +58,24 @@ export interface EndpointSet {
   nodeLocal: boolean;
   /** Pods the set was built from, so pod changes reach exactly the affected sets. */
   podKeys: Set<string>;
+  /** The `generation` of the cluster-wide inputs (namespaces, nodes, owners, Servers) it was built at. */
+  generation: number;
+}
+
+/**
+ * The previous set of the same (service, port, hostname) and the current generation of the inputs
+ * an endpoint reads besides its slice entry and pod. Endpoints whose inputs are unchanged are
+ * reused with their encoded bytes, so a change costs what changed, not the size of the service.
+ */
+export interface Reuse {
+  previous: EndpointSet | undefined;
+  generation: number;
+}
+
+/** The slice fields an endpoint's address depends on (its ip and port are its key). */
+function basisFields(ep: SliceEndpoint): string {
+  const hints = ep.hints?.forZones?.map((z) => z.name).join(",") ?? "";
+  return `${ep.nodeName ?? ""}|${ep.zone ?? ""}|${hints}|${ep.hints?.forZones ? "h" : ""}`;
 }
 
 export interface Lookups {
@@ -99,7 +119,12 @@ export function computeEndpoints(
   hostname: string | undefined,
   lookups: Lookups,
   config: DestinationConfig,
+  reuse: Reuse = { previous: undefined, generation: 0 },
 ): EndpointSet {
+  const prior = new Map<string, Endpoint>();
+  if (reuse.previous?.generation === reuse.generation) {
+    for (const e of reuse.previous.endpoints) if (e.basis) prior.set(e.key, e);
+  }
   const ready: [SliceEndpoint, string, number][] = [];
   const serving: [SliceEndpoint, string, number][] = [];
   for (const slice of slices) {
@@ -155,6 +180,11 @@ export function computeEndpoints(
       pod = lookups.pod(ns, ref.name);
       // A slice can name a pod the pod informer has not seen yet; it is served once it has.
       if (!pod) continue;
+      const before = prior.get(key);
+      if (before?.basis?.pod === pod && before.basis.fields === basisFields(ep)) {
+        out.push(before);
+        continue;
+      }
     }
     const nodeName = ep.nodeName ?? pod?.spec?.nodeName;
     const zone = ep.zone ?? (nodeName ? lookups.nodeZone(nodeName) : undefined);
@@ -169,9 +199,15 @@ export function computeEndpoints(
       podKey: pod ? `${pod.metadata.namespace}/${pod.metadata.name}` : undefined,
       addr: weightedAddr(ip, target, pod, zone, lookups, config),
       encoded: {},
+      basis: pod ? { fields: basisFields(ep), pod } : undefined,
     });
   }
-  return { endpoints: out, nodeLocal: service.spec?.internalTrafficPolicy === "Local", podKeys };
+  return {
+    endpoints: out,
+    nodeLocal: service.spec?.internalTrafficPolicy === "Local",
+    podKeys,
+    generation: reuse.generation,
+  };
 }
 
 /** The WeightedAddr of an endpoint, without the client-dependent `zone_locality`. */

@@ -104,7 +104,14 @@ export async function main(args: string[]): Promise<void> {
   const ctrl = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => ctrl.abort());
   const informers = state.start(ctrl.signal);
-  const { server, port: bound } = await serveDestination({ state, config, registry, hostname: host, port });
+  const { server, port: bound } = await serveDestination({
+    state,
+    config,
+    registry,
+    hostname: host,
+    port,
+    signal: ctrl.signal,
+  });
   const admin = serveAdmin({
     hostname: adminHost,
     port: adminPort,

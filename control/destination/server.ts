@@ -43,9 +43,12 @@ export class DestinationMetrics {
   readonly profileOverflow: Counter;
   readonly sendTimeouts: Counter;
   readonly sent: Counter;
+  /** Writes since the last scrape: a fan-out counts with a number, not a labelled increment each. */
+  readonly #unsent = { get: 0, get_profile: 0 };
 
   constructor(registry: Registry) {
     const registers = [registry];
+    const unsent = this.#unsent;
     this.streamsOpen = new Gauge({
       name: "destination_streams_open",
       help: "Open Destination streams.",
@@ -74,7 +77,17 @@ export class DestinationMetrics {
       help: "Messages written to Destination streams.",
       labelNames: ["rpc"],
       registers,
+      collect() {
+        for (const rpc of ["get", "get_profile"] as const) {
+          if (unsent[rpc] > 0) this.inc({ rpc }, unsent[rpc]);
+          unsent[rpc] = 0;
+        }
+      },
     });
+  }
+
+  countSent(rpc: "get" | "get_profile"): void {
+    this.#unsent[rpc]++;
   }
 }
 
@@ -83,6 +96,8 @@ export interface DestinationServiceDeps {
   config: DestinationConfig;
   registry: Registry;
   log?: (m: string) => void;
+  /** Stops the endpoint index's flush and fan-out timers (at shutdown). */
+  signal?: AbortSignal;
 }
 
 export class Destination {
@@ -93,7 +108,10 @@ export class Destination {
 
   constructor(deps: DestinationServiceDeps) {
     this.#deps = deps;
-    this.endpoints = new EndpointIndex(deps.state, deps.config, deps.registry);
+    this.endpoints = new EndpointIndex(deps.state, deps.config, {
+      registry: deps.registry,
+      signal: deps.signal,
+    });
     this.profiles = new ProfileIndex(deps.state, deps.config, deps.log);
     this.metrics = new DestinationMetrics(deps.registry);
   }
@@ -130,7 +148,7 @@ export class Destination {
       name: rpc === "get" ? "destination Get" : "destination GetProfile",
       capacity: this.#deps.config.streamQueueCapacity,
       sendTimeoutMs: this.#deps.config.streamSendTimeoutMs,
-      onSent: () => m.sent.inc({ rpc }),
+      onSent: () => m.countSent(rpc),
       onReset: (reason) => {
         if (reason === "overflow") {
           if (rpc === "get") m.overflow.inc(overflowLabel());

@@ -107,6 +107,7 @@ export class Fixture {
       hostname: "127.0.0.1",
       port: 0,
       log: () => {},
+      signal: this.ctrl.signal,
     });
     this.server = s.server;
     this.port = s.port;
