@@ -16,6 +16,7 @@ const GEN_IMPORTERS: readonly string[] = [
   "control/destination/bench/client.ts",
   "control/destination/destination_cluster_test.ts",
   "control/destination/destination_test.ts",
+  "control/destination/endpoint_index_test.ts",
   "control/destination/endpoints.ts",
   "control/destination/frame.ts",
   "control/destination/frame_test.ts",
