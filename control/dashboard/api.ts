@@ -8,21 +8,16 @@
  *   /api/series?ns=&kind=&name=&window=&step=         chart series, inbound and outbound (series.ts)
  *   /api/routes?ns=&kind=&name=&window=               `weft routes` rows of a workload or Service
  *   /api/policy?ns=&kind=&name=                       Servers and authorizations for its ports (policy.ts)
- *   /api/edges?ns=&window=                            `weft edges` between Deployments
- *   /api/tap?ns=&resource=&to=&path=&method=&…        `weft tap`'s stream, as NDJSON, until the viewer leaves
  *
  * and the tables of api_route.ts (route page, pod list) and routes_live.ts (topology, tap rows).
  */
 import type { CliContext } from "../../cli/context.ts";
-import { collectEdges } from "../../cli/edges.ts";
 import { KINDS, type Target } from "../../cli/kinds.ts";
 import type { Prometheus, PromRangeSeries } from "../../cli/prometheus.ts";
 import { collectRoutes, type RoutesRequest } from "../../cli/routes.ts";
 import { collectStat } from "../../cli/stat.ts";
 import { planStat } from "../../cli/stat_plan.ts";
-import { streamTap } from "../../cli/tap.ts";
 import type { Kube } from "../../manifests/kube.ts";
-import { parseTapRequest, TapRequestError } from "../tap/request.ts";
 import { meshingByNamespace, readOverview } from "./health.ts";
 import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam } from "./params.ts";
 import { routePageRoutes } from "./api_route.ts";
@@ -157,118 +152,7 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
       return jsonResponse(await readPolicy(s.kube, t));
     },
 
-    edges: async (p, signal) => {
-      const ns = namespaceParam(p, false);
-      const w = statWindowParam(p);
-      const kind = KINDS.find((k) => k.label === "deployment")!;
-      const edges = await collectEdges(kind, ns, w.seconds, await views(signal), viewContext(signal));
-      return jsonResponse({ window: w.text, edges });
-    },
-
-    tap: (p, signal) => tapStream(s, p, signal),
     ...liveRoutes(s),
     ...routePageRoutes(s),
   };
-}
-
-/** The tap request from the query string, checked by the tap component's own validation. */
-export function tapBody(p: URLSearchParams): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    namespace: namespaceParam(p, true),
-    resource: p.get("resource") ?? "",
-  };
-  for (
-    const [q, key] of [["to", "to"], ["toNamespace", "toNamespace"], ["path", "path"], ["method", "method"], [
-      "authority",
-      "authority",
-    ]] as const
-  ) {
-    const v = p.get(q);
-    if (v !== null && v !== "") body[key] = v;
-  }
-  for (const key of ["maxRps", "limit"] as const) {
-    const v = p.get(key);
-    if (v === null || v === "") continue;
-    const n = Number(v);
-    if (!/^\d+(\.\d+)?$/.test(v) || n <= 0) {
-      throw new ApiError(400, `${key}: "${v.slice(0, 20)}" is not a positive number`);
-    }
-    body[key] = n;
-  }
-  try {
-    parseTapRequest(body);
-  } catch (e) {
-    if (e instanceof TapRequestError) throw new ApiError(400, e.message);
-    throw e;
-  }
-  return body;
-}
-
-/**
- * Streams the tap component's lines to the viewer as NDJSON. The upstream tap starts before the answer
- * so its refusal (403, 404, 503) becomes this answer's status; it ends when the viewer goes away.
- */
-function tapStream(s: Sources, p: URLSearchParams, signal: AbortSignal): Promise<Response> {
-  const body = tapBody(p);
-  const enc = new TextEncoder();
-  const upstream = new AbortController();
-  const onViewerGone = () => upstream.abort();
-  signal.addEventListener("abort", onViewerGone, { once: true });
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  const stream = new ReadableStream<Uint8Array>({
-    start: (c) => {
-      controller = c;
-    },
-    cancel: () => upstream.abort(),
-  });
-  return new Promise((resolve) => {
-    let answered = false;
-    const answer = () => {
-      if (answered) return;
-      answered = true;
-      resolve(
-        new Response(stream, {
-          headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "Cache-Control": "no-store" },
-        }),
-      );
-    };
-    streamTap(s.kube, body, (line) => {
-      answer();
-      try {
-        controller.enqueue(enc.encode(JSON.stringify(line) + "\n"));
-      } catch {
-        upstream.abort();
-      }
-    }, upstream.signal).then((r) => {
-      clearTimeout(early);
-      signal.removeEventListener("abort", onViewerGone);
-      const failed = r.status !== 0 && (r.status < 200 || r.status >= 300);
-      const why = (r.text ?? "").trim() || `tap API answered ${r.status}`;
-      if (!answered && failed) {
-        answered = true;
-        resolve(jsonResponse({ error: why }, r.status));
-        return;
-      }
-      answer();
-      try {
-        // Refused after the page was told 200: the reason as the stream's last line.
-        if (failed) controller.enqueue(enc.encode(JSON.stringify({ error: why, status: r.status }) + "\n"));
-        controller.close();
-      } catch { /* the viewer already left */ }
-    }, (e) => {
-      clearTimeout(early);
-      signal.removeEventListener("abort", onViewerGone);
-      s.log(`tap: ${(e as Error).message}`);
-      if (!answered) {
-        answered = true;
-        resolve(jsonResponse({ error: (e as Error).message }, 502));
-        return;
-      }
-      try {
-        controller.error(e);
-      } catch { /* closed */ }
-    });
-    // A tap that matches nothing yet still answers within a second with 200, so the page shows "waiting".
-    const early = setTimeout(answer, 1000);
-  });
 }

@@ -90,9 +90,35 @@ Deno.test({
         assert.ok(p.defaultPolicy.value, JSON.stringify(p));
       });
 
+      await t.step(
+        "/api/pods lists web's pods; /api/route reads both route API groups with the dashboard's RBAC",
+        async () => {
+          const pods = await getJson(base, `/api/pods?ns=${DEMO_NS}&kind=deployment&name=web`);
+          assert.ok(pods.pods.length >= 1, JSON.stringify(pods));
+          assert.ok(
+            pods.pods.every((p: { name: string; meshed: boolean }) => p.name.startsWith("web-") && p.meshed),
+          );
+          // No such route: a 404 that names where it looked (a 403 would mean the ServiceAccount may not read them).
+          for (const kind of ["httproutes", "grpcroutes", "serviceprofiles"]) {
+            const r = await fetch(`${base}/api/route?ns=${DEMO_NS}&kind=${kind}&name=no-such-route`, {
+              signal: AbortSignal.timeout(30_000),
+            });
+            const body = await r.json();
+            assert.equal(r.status, 404, `${kind}: ${JSON.stringify(body)}`);
+            assert.match(body.error, /does not exist/);
+          }
+          // The older duplicates of /api/topology and /api/tap/rows are gone.
+          for (const path of ["/api/edges?ns=weft-demo", "/api/tap?ns=weft-demo&resource=deploy/web"]) {
+            const r = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
+            await r.body?.cancel();
+            assert.equal(r.status, 404, path);
+          }
+        },
+      );
+
       await t.step("attack: POST/PUT/PATCH/DELETE are refused and change nothing", async () => {
         for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
-          for (const path of ["/api/stat", "/api/tap?ns=weft-demo&resource=deploy/web", "/overview"]) {
+          for (const path of ["/api/stat", "/api/tap/rows?ns=weft-demo&resource=deploy/web", "/overview"]) {
             const r = await fetch(base + path, { method, body: "{}", signal: AbortSignal.timeout(10_000) });
             await r.body?.cancel();
             assert.equal(r.status, 405, `${method} ${path}`);
