@@ -18,6 +18,9 @@ import {
 } from "./lib/dashboard.ts";
 import { requireMesh } from "./lib/kube.ts";
 import {
+  INBOUND_AUTHZ,
+  INBOUND_ROUTE,
+  INBOUND_SERVER,
   ROUTE_MATCH,
   ROUTE_NAME,
   ROUTE_SERVICE,
@@ -227,6 +230,13 @@ Deno.test({
           `${vp.name}: the route page shows the route's charts, rule, parent and policy`,
           async () => {
             await routePageStep(page, base, route!, dir, vp.name);
+          },
+        );
+
+        await t.step(
+          `${vp.name}: a Gateway API route on a Server: in the workload's policy, inbound route page`,
+          async () => {
+            await inboundRouteStep(page, base, route!, dir, vp.name);
           },
         );
 
@@ -449,4 +459,51 @@ async function fitStep(page: Page, base: string, dir: string, vp: string) {
      }).map((t) => t.textContent)`,
   );
   assert.deepEqual(cut, [], "y-axis labels cut by their chart");
+}
+
+/**
+ * The fixture's Gateway API HTTPRoute on a Server: the server workload's policy table lists it under its Server
+ * (the policy view reads gateway.networking.k8s.io routes) and links its route page, which draws the inbound
+ * charts and shows the Server parent and the AuthorizationPolicy that targets the route.
+ */
+async function inboundRouteStep(page: Page, base: string, route: RouteFixture, dir: string, vp: string) {
+  await open(page, base, `/namespaces/${route.namespace}/deployments/api`);
+  const link =
+    `[data-test="policy-server"][data-name="${INBOUND_SERVER}"] [data-test="policy-route"][data-name="${INBOUND_ROUTE}"][data-group="gateway.networking.k8s.io"] a`;
+  await waitForExpr(
+    page,
+    `document.querySelector('${link}')`,
+    DATA_MS,
+    `${INBOUND_ROUTE} under ${INBOUND_SERVER}`,
+  );
+  await page.click(link);
+  const lines =
+    `[...document.querySelectorAll('[data-test="route-charts"][data-direction="inbound"] ${Sel.chart} path')]
+    .filter((p) => new Set(((p.getAttribute('d') || '').match(/[ML][\\d.-]+/g) || []).map((c) => c.slice(1))).size >= 3)
+    .length >= 2`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    try {
+      await waitForExpr(page, lines, 15_000, "2 inbound route chart lines with 2 or more points");
+      break;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await open(page, base, route.inboundPage);
+    }
+  }
+  const v = await pageEval<{ url: string; parents: string[]; servers: string[]; authz: string[] }>(
+    page,
+    `({ url: location.pathname + location.search,
+        parents: [...document.querySelectorAll('[data-test="route-parent"]')].map((r) => r.dataset.kind + '/' + r.dataset.name),
+        servers: [...document.querySelectorAll('[data-test="policy-server"]')].map((r) => r.dataset.name),
+        authz: [...document.querySelectorAll('[data-test="route-authorization"]')].map((r) =>
+          r.dataset.name + ': ' + r.cells[1].textContent + ' ← ' + r.cells[2].textContent) })`,
+  );
+  assert.equal(v.url, route.inboundPage, "the policy table's link did not open the inbound route's page");
+  assert.deepEqual(v.parents, [`Server/${INBOUND_SERVER}`]);
+  assert.deepEqual(v.servers, [INBOUND_SERVER]);
+  assert.deepEqual(v.authz, [
+    `${INBOUND_AUTHZ}: HTTPRoute ${INBOUND_ROUTE} ← MeshTLSAuthentication/api-load`,
+  ]);
+  await shot(page, dir, `route-inbound-${vp}`);
 }

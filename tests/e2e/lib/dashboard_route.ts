@@ -1,8 +1,9 @@
 /**
- * A route for the dashboard's route page to show: the demo has none, and adding one to weft-demo would change
+ * Routes for the dashboard's route pages to show: the demo has none, and adding some to weft-demo would change
  * what other tests see there, so the browser test makes its own meshed namespace with the demo's HTTP server
- * (`api`), a load client calling it at a bounded rate and a Gateway API HTTPRoute on the Service, and deletes
- * it afterwards.
+ * (`api`), a load client calling it at a bounded rate, a Gateway API HTTPRoute on the Service (outbound: the
+ * client's proxy applies it) and one on a Server for `api`'s port (inbound) with an AuthorizationPolicy on that
+ * route allowing the load client's identity, and deletes it afterwards.
  */
 import { apply, type Json, kc, kubectl, WEFT_IMAGE } from "./kube.ts";
 import { waitFor } from "./wait.ts";
@@ -11,11 +12,17 @@ export const ROUTE_NAME = "api-route";
 export const ROUTE_SERVICE = "api";
 /** The route's one match, as the route page prints it (route_view.ts). */
 export const ROUTE_MATCH = "GET · PathPrefix /";
+/** The inbound route, its Server and the AuthorizationPolicy that targets the route. */
+export const INBOUND_ROUTE = "api-inbound";
+export const INBOUND_SERVER = "api-http";
+export const INBOUND_AUTHZ = "api-from-load";
 
 export interface RouteFixture {
   namespace: string;
   /** The route page's path. */
   page: string;
+  /** The inbound route's page, as the workload page's policy table links it. */
+  inboundPage: string;
   close(): Promise<void>;
 }
 
@@ -102,11 +109,51 @@ export async function startRouteFixture(): Promise<RouteFixture> {
           }],
         },
       },
+      {
+        apiVersion: "policy.linkerd.io/v1beta3",
+        kind: "Server",
+        metadata: { name: INBOUND_SERVER },
+        spec: { podSelector: { matchLabels: { app: ROUTE_SERVICE } }, port: "http", proxyProtocol: "HTTP/1" },
+      },
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "HTTPRoute",
+        metadata: { name: INBOUND_ROUTE },
+        spec: {
+          parentRefs: [{ group: "policy.linkerd.io", kind: "Server", name: INBOUND_SERVER }],
+          rules: [{ matches: [{ path: { type: "PathPrefix", value: "/" } }] }],
+        },
+      },
+      {
+        apiVersion: "policy.linkerd.io/v1alpha1",
+        kind: "MeshTLSAuthentication",
+        metadata: { name: "api-load" },
+        spec: { identityRefs: [{ kind: "ServiceAccount", name: "api-load" }] },
+      },
+      {
+        // The pods have no readiness probe: nothing but the load client needs to reach the Server's port.
+        apiVersion: "policy.linkerd.io/v1alpha1",
+        kind: "AuthorizationPolicy",
+        metadata: { name: INBOUND_AUTHZ },
+        spec: {
+          targetRef: { group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: INBOUND_ROUTE },
+          requiredAuthenticationRefs: [{
+            group: "policy.linkerd.io",
+            kind: "MeshTLSAuthentication",
+            name: "api-load",
+          }],
+        },
+      },
     ];
     await apply(namespace, JSON.stringify({ apiVersion: "v1", kind: "List", items }));
   } catch (e) {
     await close();
     throw e;
   }
-  return { namespace, page: `/namespaces/${namespace}/httproutes/${ROUTE_NAME}`, close };
+  return {
+    namespace,
+    page: `/namespaces/${namespace}/httproutes/${ROUTE_NAME}`,
+    inboundPage: `/namespaces/${namespace}/httproutes/${INBOUND_ROUTE}?group=gateway.networking.k8s.io`,
+    close,
+  };
 }
