@@ -121,6 +121,8 @@ export interface RouteRow {
   /** What the route hangs on: `svc/web:8080`, the profile's authority, or the Server of an inbound route. */
   parent: string;
   namespace: string;
+  /** A policy route's own namespace, when it differs from its parent's (a consumer route in the client's). */
+  route_namespace?: string;
   success: number | null;
   rps: number | null;
   requests_success: number;
@@ -179,6 +181,9 @@ function describe(
         route: m.route_name ?? "",
         parent: `${pk}/${m.parent_name ?? ""}${m.parent_port ? `:${m.parent_port}` : ""}`,
         namespace: m.parent_namespace ?? "",
+        ...(m.route_namespace && m.route_namespace !== m.parent_namespace
+          ? { route_namespace: m.route_namespace }
+          : {}),
       };
     }
   }

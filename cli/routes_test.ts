@@ -71,3 +71,24 @@ Deno.test("routes: a route whose backend is invalid shows its failing share next
   assert.match(table, /^books\s+HTTPRoute\s+svc\/web:8080\s+96\.67%\s+5\.0rps\s+≤50ms\s+-\s+-$/m);
   assert.match(table, /^GET \/\s+ServiceProfile\s+web\.demo\.svc\.cluster\.local:8080\s+100\.00%/m);
 });
+
+Deno.test("foldRoutes: a consumer route keeps its own namespace beside its parent's", () => {
+  const metric = {
+    parent_kind: "Service",
+    parent_namespace: "backend",
+    parent_name: "api",
+    parent_port: "80",
+    route_kind: "HTTPRoute",
+    route_namespace: "frontend",
+    route_name: "timeouts",
+    http_status: "200",
+    error: "",
+  };
+  const [consumer] = foldRoutes({ "policy-http:statuses": [{ metric, value: 60 }] }, 60);
+  assert.equal(consumer.namespace, "backend");
+  assert.equal(consumer.route_namespace, "frontend");
+  const [producer] = foldRoutes({
+    "policy-http:statuses": [{ metric: { ...metric, route_namespace: "backend" }, value: 60 }],
+  }, 60);
+  assert.equal(producer.route_namespace, undefined, "a producer route needs no second namespace");
+});

@@ -35,6 +35,20 @@ Deno.test("routeHref: policy routes link to their kind's page in the parent's na
   );
 });
 
+Deno.test("routeHref: a consumer route in the client's namespace links there, not to its parent's", () => {
+  assert.equal(
+    routeHref({
+      source: "policy-http",
+      kind: "HTTPRoute",
+      route: "timeouts",
+      namespace: "backend",
+      route_namespace: "frontend",
+      parent: "svc/api:80",
+    }),
+    "/namespaces/frontend/httproutes/timeouts",
+  );
+});
+
 Deno.test("routeHref: a profile route links to its profile, by authority, with the route named", () => {
   const row = {
     source: "profile",

@@ -5,9 +5,9 @@ const PLURAL = { HTTPRoute: "httproutes", GRPCRoute: "grpcroutes" };
 
 /**
  * The route page of a row, or undefined when the row names no object (Linkerd's default routes, a profile's
- * [DEFAULT] catch-all still links to its profile). Policy routes are looked up in their parent's namespace
- * (a producer route; the proxies' route_namespace is not in the row); a profile by its authority (`dst`
- * without the port) in the Service's namespace.
+ * [DEFAULT] catch-all still links to its profile). Policy routes live in their own namespace: the row's
+ * `route_namespace` when the route is a consumer route in another namespace than its parent, else the parent's;
+ * a profile by its authority (`dst` without the port) in the Service's namespace.
  */
 export function routeHref(row) {
   const ns = row.namespace;
@@ -20,7 +20,9 @@ export function routeHref(row) {
   }
   const plural = PLURAL[row.kind];
   if (!plural || !row.route) return undefined;
-  return `/namespaces/${encodeURIComponent(ns)}/${plural}/${encodeURIComponent(row.route)}`;
+  return `/namespaces/${encodeURIComponent(row.route_namespace || ns)}/${plural}/${
+    encodeURIComponent(row.route)
+  }`;
 }
 
 /** The route page of a route on a Server (the policy table's { kind, group, name }), in the Server's namespace. */
