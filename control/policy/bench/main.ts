@@ -95,6 +95,7 @@ const METRICS = [
   "resets",
   "updates_received",
   "clock_error_ms",
+  "change_rate_per_s",
 ] as const;
 const policy: Record<string, Stat> = {}, baseline: Record<string, Stat> = {};
 for (const m of METRICS) {
@@ -138,6 +139,7 @@ console.log(JSON.stringify({
   resets: policy.resets,
   updates_received: policy.updates_received,
   clock_error_ms: policy.clock_error_ms,
+  change_rate_per_s: policy.change_rate_per_s,
   baseline: baseline,
   ratios: {
     propagation_p50: ratio("p50_ms"),

@@ -48,6 +48,8 @@ export interface RepResult {
   clock_error_ms: number;
   coalesce_window_ms: number | null;
   churn_s: number;
+  /** Changes per second actually sent (timers round short intervals up). */
+  change_rate_per_s: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -202,6 +204,7 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     sent++;
     await sleep(o.intervalMs);
   }
+  const sendMs = performance.now() - t0;
   const converged = () =>
     all.every((s) => {
       const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
@@ -252,5 +255,6 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     clock_error_ms: clients.clockErrorMs,
     coalesce_window_ms: coalesceMs,
     churn_s: churnMs / 1000,
+    change_rate_per_s: sent / (sendMs / 1000),
   };
 }
