@@ -5,6 +5,7 @@
  * is driven by JSON lines on stdin (see plan.ts) and reads nothing else.
  */
 import * as grpc from "@grpc/grpc-js";
+import process from "node:process";
 import { DestinationClient, type Update } from "../../../proto/gen/destination.ts";
 import { formatIpv4 } from "../../../proto/ip.ts";
 import {
@@ -124,10 +125,12 @@ function verify(gens: number[]): void {
   }
   const resets = subs.filter((s) => s.reset !== undefined).length;
   for (const s of subs) if (s.reset && errors.length < 6) errors.push(`reset: ${s.reset}`);
-  send({ type: "verified", streams: subs.length, converged, resets, errors });
+  const cpu = process.cpuUsage(cpuAtPing);
+  send({ type: "verified", streams: subs.length, converged, resets, errors, cpuUs: cpu.user + cpu.system });
 }
 
 let closing = false;
+let cpuAtPing = process.cpuUsage();
 try {
   for await (const m of jsonLines<ToClient>(Deno.stdin.readable)) {
     if (m.type === "init") {
@@ -142,8 +145,10 @@ try {
           }),
       );
     } else if (m.type === "open") await open(m.streams);
-    else if (m.type === "ping") send({ type: "pong", id: m.id, t: now() });
-    else if (m.type === "verify") verify(m.gens);
+    else if (m.type === "ping") {
+      cpuAtPing = process.cpuUsage();
+      send({ type: "pong", id: m.id, t: now() });
+    } else if (m.type === "verify") verify(m.gens);
     else if (m.type === "close") break;
   }
 } catch (e) {

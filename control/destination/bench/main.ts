@@ -185,6 +185,9 @@ interface Result {
   bytesPerStream: number;
   rssPerStream: number;
   clockErrorMs: number;
+  loopLagP99: number;
+  /** The busiest client process's CPU over the churn, in % of one core. */
+  clientCpuPercent: number;
 }
 
 async function run(streams: number, label: string): Promise<Result> {
@@ -255,6 +258,14 @@ async function run(streams: number, label: string): Promise<Result> {
     const slices = f.fake("endpointslices");
     const cpu0 = process.cpuUsage();
     const wall0 = performance.now();
+    // Event-loop lag: how late a 5 ms timer fires while the controller works (or waits for a core).
+    const lags: number[] = [];
+    let tick = performance.now();
+    const lagTimer = setInterval(() => {
+      const t = performance.now();
+      lags.push(t - tick - 5);
+      tick = t;
+    }, 5);
     const total = Math.round(RATE * SECONDS);
     let skipped = 0;
     let changes = 0;
@@ -276,6 +287,8 @@ async function run(streams: number, label: string): Promise<Result> {
     while (pending.size > 0 && Date.now() < until) await sleep(10);
     const wall = performance.now() - wall0;
     const cpu = process.cpuUsage(cpu0);
+    clearInterval(lagTimer);
+    lags.sort((a, b) => a - b);
     const verified = await Promise.all(procs.map((c) => c.ask({ type: "verify", gens }, "verified", 60_000)));
     const converged = verified.reduce((a, v) => a + v.converged, 0);
     const errors = verified.flatMap((v) => v.errors);
@@ -301,6 +314,8 @@ async function run(streams: number, label: string): Promise<Result> {
       bytesPerStream: streams > SERVICES ? (heapAll - heapOneEach) / (streams - SERVICES) : NaN,
       rssPerStream: streams > SERVICES ? (rssAll - rssOneEach) / (streams - SERVICES) : NaN,
       clockErrorMs: Math.max(...procs.map((c) => c.error)),
+      loopLagP99: pct(lags, 0.99),
+      clientCpuPercent: Math.max(...verified.map((v) => v.cpuUs / 1000 / wall * 100)),
     };
     console.log(JSON.stringify({ label, ...result }));
     return result;
@@ -356,11 +371,13 @@ console.log(JSON.stringify({
   cpu_us_per_change_per_stream: cpu,
   cpu_us_per_extra_stream_per_change: marginal,
   cpu_percent_of_one_core: spread(main, (x) => x.cpuPercent),
+  busiest_client_process_cpu_percent: spread(main, (x) => x.clientCpuPercent),
   bytes_per_endpoint: spread(main, (x) => x.bytesPerEndpoint),
   index_bytes_per_endpoint: spread(main, (x) => x.indexBytesPerEndpoint),
   bytes_per_stream: spread(main, (x) => x.bytesPerStream),
   rss_bytes_per_stream: spread(main, (x) => x.rssPerStream),
   clock_error_ms: spread(main, (x) => x.clockErrorMs),
+  controller_loop_lag_p99_ms: spread(main, (x) => x.loopLagP99),
   baseline_propagation_p99_ms: baseP99,
   baseline_cpu_us_per_change: spread(base, (x) => x.cpuUsPerChange),
   baseline_cpu_us_per_change_per_stream: baseCpu,

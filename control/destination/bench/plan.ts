@@ -33,7 +33,15 @@ export type FromClient =
   | { type: "pong"; id: number; t: number }
   /** [service, generation modulo GEN_MODULO, time the last of this process's streams got it]. */
   | { type: "got"; items: [number, number, number][] }
-  | { type: "verified"; streams: number; converged: number; resets: number; errors: string[] }
+  | {
+    type: "verified";
+    streams: number;
+    converged: number;
+    resets: number;
+    errors: string[];
+    /** CPU µs this process used since the last ping (the churn and its drain). */
+    cpuUs: number;
+  }
   | { type: "error"; message: string };
 
 /** The service stream k watches. */
