@@ -184,7 +184,8 @@ export class PolicyStore {
   }
 }
 
-function serviceIps(svc: Service | undefined): string[] {
+/** A Service's cluster IPs (none for a headless Service). */
+export function serviceIps(svc: Service | undefined): string[] {
   if (!svc?.spec) return [];
   const ips = svc.spec.clusterIPs?.length
     ? svc.spec.clusterIPs

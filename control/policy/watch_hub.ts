@@ -11,15 +11,15 @@
 import { sameBytes } from "../../proto/support/bytes.ts";
 import { Server } from "../../proto/gen/inbound.ts";
 import { OutboundPolicy, type TrafficSpec } from "../../proto/gen/outbound.ts";
-import { fromTcpAddress } from "../../proto/ip.ts";
+import { fromIpAddress, fromTcpAddress } from "../../proto/ip.ts";
 import type { PolicyConfig } from "./config.ts";
 import { resolveInbound } from "./inbound_index.ts";
 import { policyForTarget, resolveTarget, sourceNamespace, targetShareKey } from "./outbound_index.ts";
-import type { ObjectRef, Server as ServerResource } from "./resources.ts";
+import type { ObjectRef, Server as ServerResource, Service as ServiceResource } from "./resources.ts";
 import { isServerRef, isServiceRef } from "./ref_kind.ts";
 import { selects } from "./selector.ts";
 import { externalWorkload, externalWorkloadInboundPolicy } from "./external_workload_policy.ts";
-import type { PolicyStore, StoreChange } from "./store.ts";
+import { type PolicyStore, serviceIps, type StoreChange } from "./store.ts";
 
 /** Receives a topic's encoded messages, or the error that ends it. */
 export interface Subscriber {
@@ -36,6 +36,8 @@ interface Topic {
   pod?: string;
   /** Inbound only, instead of `pod`: the ExternalWorkload's name. */
   externalWorkload?: string;
+  /** Outbound only: the IP asked about, for an `addr` target. */
+  addr?: string;
   /** Outbound only: namespace of the Service the target resolved to at the last compute. */
   targetNs?: string;
   /**
@@ -82,6 +84,8 @@ export class PolicyHub {
   /** Topics by the `namespace/name` of their answer's Server (inbound) or Service (outbound). */
   readonly #inByServer = new Map<string, Set<Topic>>();
   readonly #outByService = new Map<string, Set<Topic>>();
+  /** Outbound `addr` topics by the IP asked about. */
+  readonly #outByAddr = new Map<string, Set<Topic>>();
   /** ExternalWorkload inbound topics by namespace (not indexed by Server: see watchInboundExternal). */
   readonly #inExternalByNs = new Map<string, Set<Topic>>();
   readonly #dirty = new Set<Topic>();
@@ -141,10 +145,21 @@ export class PolicyHub {
       case "ExternalWorkload":
         this.#mark(this.#inByPod.get(`ew:${c.namespace}/${c.name}`));
         return;
-      case "Service":
-        // A Service may take or leave any address a stream asked about.
-        this.#mark(this.#outbound);
+      case "Service": {
+        if (c.type !== "modified") {
+          // A Service appearing or vanishing changes every route naming it as a backend, anywhere.
+          this.#mark(this.#outbound);
+          return;
+        }
+        // Otherwise only the topics answered from it, and those asking about an address it took or left.
+        this.#mark(this.#outByService.get(`${c.namespace ?? ""}/${c.name}`));
+        for (
+          const ip of [...serviceIps(c.object as ServiceResource), ...serviceIps(c.old as ServiceResource)]
+        ) {
+          this.#mark(this.#outByAddr.get(ip));
+        }
         return;
+      }
       case "Server": {
         // Only pods the Server selected before or selects now can change.
         const servers = [c.object, c.old] as (ServerResource | undefined)[];
@@ -317,6 +332,7 @@ export class PolicyHub {
         key,
         direction: "outbound",
         namespace: srcNs,
+        addr: target?.$case === "addr" && target.value.ip ? fromIpAddress(target.value.ip) : undefined,
         compute: (shared) => {
           const target = resolveTarget(this.#store, this.#cfg, frozen);
           t!.targetNs = target.kind === "service"
@@ -380,6 +396,7 @@ export class PolicyHub {
     } else {
       this.#outbound.add(t);
       if (t.parent !== undefined) addIndex(this.#outByService, t.parent, t);
+      if (t.addr !== undefined) addIndex(this.#outByAddr, t.addr, t);
     }
   }
 
@@ -403,6 +420,7 @@ export class PolicyHub {
     } else {
       this.#outbound.delete(t);
       if (t.parent !== undefined) unindex(this.#outByService, t.parent, t);
+      if (t.addr !== undefined) unindex(this.#outByAddr, t.addr, t);
     }
   }
 

@@ -210,3 +210,65 @@ Deno.test("the coalescing window is checked", () => {
     assert.match(err.message, /coalesce window/, String(w));
   }
 });
+
+const addrSpec = (ip: string): TrafficSpec => ({
+  sourceWorkload: "b:client",
+  target: { $case: "addr", value: toTcpAddress(ip, 80) },
+});
+
+Deno.test("a Service change recomputes only the topics answered from it or asking about its addresses", async () => {
+  const store = cluster();
+  store.apply({
+    type: "added",
+    kind: "Service",
+    object: service("a", "api", { clusterIP: "10.96.0.20", ports: [{ port: 80 }] }),
+  });
+  const hub = new PolicyHub(store, cfg, { coalesceWindowMs: 1 });
+  const { outbound } = subscribeAll(hub);
+  const byIp = new Map(["10.96.0.20", "10.96.0.30", "10.96.0.40"].map((ip) => {
+    const r = new Recorder();
+    hub.watchOutbound(addrSpec(ip), r);
+    return [ip, r];
+  }));
+  const expectCurrent = () => {
+    for (const [ip, r] of byIp) {
+      assertEquals(r.last, OutboundPolicy.encode(outboundPolicy(store, cfg, addrSpec(ip))).finish(), ip);
+    }
+    for (const [ns, r] of outbound) {
+      assertEquals(r.last, OutboundPolicy.encode(outboundPolicy(store, cfg, outSpec(ns))).finish(), ns);
+    }
+  };
+
+  // A modification (a new port): only the topic answered from api.
+  let before = hub.stats.recomputed;
+  modify(
+    store,
+    "Service",
+    service("a", "api", { clusterIP: "10.96.0.20", ports: [{ port: 80 }, { port: 81 }] }),
+  );
+  await sleep(30);
+  assertEquals(hub.stats.recomputed - before, 1);
+  expectCurrent();
+
+  // Moving to another address: the old address's topic falls back, the new one's gets the Service.
+  before = hub.stats.recomputed;
+  modify(store, "Service", service("a", "api", { clusterIP: "10.96.0.30", ports: [{ port: 80 }] }));
+  await sleep(30);
+  assertEquals(hub.stats.recomputed - before, 2);
+  assertEquals(byIp.get("10.96.0.20")!.messages.length, 2); // the new port changed nothing on 80
+  assertEquals(byIp.get("10.96.0.30")!.messages.length, 2);
+  assertEquals(byIp.get("10.96.0.40")!.messages.length, 1);
+  expectCurrent();
+
+  // A new Service (it may be a backend anywhere): every outbound topic is recomputed, and the
+  // address it takes is answered from it.
+  store.apply({
+    type: "added",
+    kind: "Service",
+    object: service("b", "new", { clusterIP: "10.96.0.40", ports: [{ port: 80 }] }),
+  });
+  await sleep(30);
+  assertEquals(byIp.get("10.96.0.40")!.messages.length, 2);
+  expectCurrent();
+  hub.close();
+});
