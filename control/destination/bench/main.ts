@@ -186,6 +186,8 @@ interface Result {
   rssPerStream: number;
   clockErrorMs: number;
   loopLagP99: number;
+  /** The machine's 1-minute load average after the churn: other work competing for the cores. */
+  load1: number;
   /** The busiest client process's CPU over the churn, in % of one core. */
   clientCpuPercent: number;
 }
@@ -315,6 +317,7 @@ async function run(streams: number, label: string): Promise<Result> {
       rssPerStream: streams > SERVICES ? (rssAll - rssOneEach) / (streams - SERVICES) : NaN,
       clockErrorMs: Math.max(...procs.map((c) => c.error)),
       loopLagP99: pct(lags, 0.99),
+      load1: Deno.loadavg()[0],
       clientCpuPercent: Math.max(...verified.map((v) => v.cpuUs / 1000 / wall * 100)),
     };
     console.log(JSON.stringify({ label, ...result }));
@@ -378,6 +381,8 @@ console.log(JSON.stringify({
   rss_bytes_per_stream: spread(main, (x) => x.rssPerStream),
   clock_error_ms: spread(main, (x) => x.clockErrorMs),
   controller_loop_lag_p99_ms: spread(main, (x) => x.loopLagP99),
+  load_average_1m: spread(main, (x) => x.load1),
+  cpus: navigator.hardwareConcurrency,
   baseline_propagation_p99_ms: baseP99,
   baseline_cpu_us_per_change: spread(base, (x) => x.cpuUsPerChange),
   baseline_cpu_us_per_change_per_stream: baseCpu,
