@@ -15,8 +15,18 @@ import { fromIpAddress, fromTcpAddress } from "../../proto/ip.ts";
 import type { PolicyConfig } from "./config.ts";
 import { resolveInbound } from "./inbound_index.ts";
 import { policyForTarget, resolveTarget, sourceNamespace, targetShareKey } from "./outbound_index.ts";
-import type { ObjectRef, Server as ServerResource, Service as ServiceResource } from "./resources.ts";
-import { isServerRef, isServiceRef } from "./ref_kind.ts";
+import type {
+  AuthorizationPolicy,
+  ObjectRef,
+  Server as ServerResource,
+  Service as ServiceResource,
+} from "./resources.ts";
+import {
+  isMeshTlsAuthenticationRef,
+  isNetworkAuthenticationRef,
+  isServerRef,
+  isServiceRef,
+} from "./ref_kind.ts";
 import { selects } from "./selector.ts";
 import { externalWorkload, externalWorkloadInboundPolicy } from "./external_workload_policy.ts";
 import { type PolicyStore, serviceIps, type StoreChange } from "./store.ts";
@@ -178,10 +188,24 @@ export class PolicyHub {
         return;
       }
       case "MeshTLSAuthentication":
-      case "NetworkAuthentication":
-        // May be referenced from other namespaces.
-        for (const set of this.#inByNs.values()) this.#mark(set);
+      case "NetworkAuthentication": {
+        // Read only through AuthorizationPolicies requiring it, which may live in other namespaces
+        // and apply to the inbound topics of their own.
+        const isRef = c.kind === "MeshTLSAuthentication"
+          ? isMeshTlsAuthenticationRef
+          : isNetworkAuthenticationRef;
+        const namespaces = new Set<string>();
+        for (const ap of this.#store.list<AuthorizationPolicy>("AuthorizationPolicy")) {
+          const apNs = ap.metadata.namespace ?? "";
+          if (namespaces.has(apNs)) continue;
+          const refs = ap.spec?.requiredAuthenticationRefs ?? [];
+          if (refs.some((r) => isRef(r) && r.name === c.name && (r.namespace ?? apNs) === c.namespace)) {
+            namespaces.add(apNs);
+          }
+        }
+        for (const ns of namespaces) this.#mark(this.#inByNs.get(ns));
         return;
+      }
       case "EgressNetwork":
         // Which EgressNetwork (if any) an address resolves to can change for any client.
         this.#mark(this.#outbound);

@@ -8,7 +8,7 @@ import { inboundPolicy } from "./inbound_index.ts";
 import { outboundPolicy } from "./outbound_index.ts";
 import type { Container, Kind, Obj } from "./resources.ts";
 import { PolicyStore } from "./store.ts";
-import { httpRoute, namespace, pod, server, service } from "./testing.ts";
+import { authorizationPolicy, httpRoute, meshTls, namespace, pod, server, service } from "./testing.ts";
 import { PolicyHub, type Subscriber } from "./watch_hub.ts";
 
 const cfg = defaultPolicyConfig();
@@ -270,5 +270,54 @@ Deno.test("a Service change recomputes only the topics answered from it or askin
   await sleep(30);
   assertEquals(byIp.get("10.96.0.40")!.messages.length, 2);
   expectCurrent();
+  hub.close();
+});
+
+Deno.test("an authentication change recomputes only namespaces whose AuthorizationPolicies require it", async () => {
+  const store = cluster();
+  const add = (kind: Kind, object: Obj) => store.apply({ type: "added", kind, object });
+  add("Namespace", namespace("d"));
+  add("Pod", pod("d", "db-0", { app: "db" }, { containers: containers("/ready") }));
+  add("Server", server("d", "db-http", { podSelector: { matchLabels: { app: "db" } }, port: "http" }));
+  // web's policy in a requires an authentication that lives in b; d requires none of them.
+  add("MeshTLSAuthentication", meshTls("b", "clients", { identities: ["one.b.serviceaccount.identity"] }));
+  add("MeshTLSAuthentication", meshTls("b", "unused", { identities: ["x.b.serviceaccount.identity"] }));
+  add(
+    "AuthorizationPolicy",
+    authorizationPolicy("a", "web-authz", {
+      targetRef: { group: "policy.linkerd.io", kind: "Server", name: "web-http" },
+      requiredAuthenticationRefs: [
+        { group: "policy.linkerd.io", kind: "MeshTLSAuthentication", name: "clients", namespace: "b" },
+      ],
+    }),
+  );
+  const hub = new PolicyHub(store, cfg, { coalesceWindowMs: 1 });
+  const { inbound } = subscribeAll(hub);
+  const db = new Recorder();
+  hub.watchInbound("d", "db-0", 8080, db);
+
+  let before = hub.stats.recomputed;
+  modify(
+    store,
+    "MeshTLSAuthentication",
+    meshTls("b", "unused", { identities: ["y.b.serviceaccount.identity"] }),
+  );
+  await sleep(30);
+  assertEquals(hub.stats.recomputed - before, 0);
+
+  before = hub.stats.recomputed;
+  modify(
+    store,
+    "MeshTLSAuthentication",
+    meshTls("b", "clients", { identities: ["two.b.serviceaccount.identity"] }),
+  );
+  await sleep(30);
+  // The five pods of namespace a, not d's.
+  assertEquals(hub.stats.recomputed - before, 5);
+  assertEquals(db.messages.length, 1);
+  for (const [p, r] of inbound) {
+    assertEquals(r.last, Server.encode(inboundPolicy(store, cfg, "a", p, 8080)).finish(), p);
+  }
+  assertEquals(inbound.get("web-0")!.messages.length, 2);
   hub.close();
 });
