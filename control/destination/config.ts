@@ -21,8 +21,9 @@ export interface DestinationConfig {
   /** A stream whose transport stays full this long is reset. */
   streamSendTimeoutMs: number;
   /**
-   * Endpoint changes within this many ms are merged into one recompute and one diff per view
-   * (0: merge only within one turn of the event loop). It bounds the latency it adds.
+   * After a flush, endpoint changes within this many ms are merged into one recompute and one
+   * diff per view at the window's end (a change after a quiet window goes out at once; 0: merge
+   * only within one turn of the event loop). It bounds the latency it adds.
    */
   coalesceWindowMs: number;
 }

@@ -85,6 +85,7 @@ export class EndpointIndex {
   readonly #dirty = new Set<Topic>();
   #scheduled = false;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
+  #lastFlush = -Infinity;
   /** Bumped when an input every endpoint may read changes, so no endpoint is reused across it. */
   #generation = 0;
   #fanout: FanOut[] = [];
@@ -208,10 +209,11 @@ export class EndpointIndex {
     this.#dirty.add(t);
     if (this.#scheduled || this.#closed) return;
     this.#scheduled = true;
-    // Changes within the window are merged: each dirty topic is recomputed once and its views
-    // send one diff from what their streams had to the latest state, so no final state is lost.
-    const window = this.#config.coalesceWindowMs;
-    if (window > 0) this.#flushTimer = setTimeout(() => this.#flush(), window);
+    // A change after a quiet window goes out at once; changes within the window after a flush
+    // wait for its end and are merged: each dirty topic is recomputed once and its views send one
+    // diff from what their streams had to the latest state, so no final state is lost.
+    const wait = this.#lastFlush + this.#config.coalesceWindowMs - performance.now();
+    if (wait > 0) this.#flushTimer = setTimeout(() => this.#flush(), wait);
     else queueMicrotask(() => this.#flush());
   }
 
@@ -235,6 +237,7 @@ export class EndpointIndex {
     this.#flushTimer = undefined;
     this.#scheduled = false;
     if (this.#closed) return;
+    this.#lastFlush = performance.now();
     const n = this.#dirty.size;
     for (const t of this.#dirty) {
       if (this.#topics.get(t.key) === t) this.#recompute(t);
