@@ -78,7 +78,12 @@ Deno.test("control server options: the three APIs get their limits, and a bad ov
 
 Deno.test("hostile: a client that opens policy streams without reading is reset within the send timeout without affecting others", async () => {
   const sendTimeoutMs = 500;
-  await using t = await policyServer({ streamSendTimeoutMs: sendTimeoutMs, streamQueueCapacity: 100_000 });
+  // No coalescing window: the victim must see one update per flip, which the test counts.
+  await using t = await policyServer({
+    streamSendTimeoutMs: sendTimeoutMs,
+    streamQueueCapacity: 100_000,
+    coalesceWindowMs: 0,
+  });
   const before = mem("policy server before the attack");
   const victim = watch(t.inbound, "victim-1");
   await until(() => victim.got.length === 1, 5000, "the well-behaved client's first policy");
