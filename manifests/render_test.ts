@@ -385,6 +385,9 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
           `policy.linkerd.io/${r}`
         ),
       ),
+      // The route page reads routes of both API groups and ServiceProfiles.
+      ...getListWatch("gateway.networking.k8s.io/httproutes", "gateway.networking.k8s.io/grpcroutes"),
+      ...getListWatch("linkerd.io/serviceprofiles"),
     ].sort(),
   );
   assert.deepEqual(
