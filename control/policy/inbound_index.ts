@@ -479,7 +479,7 @@ export function resolveInbound(
   const name = `${server.metadata.namespace ?? ""}/${server.metadata.name}`;
   return {
     server: name,
-    shareKey: `${name}|${port}|${probePaths(pod, port).join("\n")}`,
+    shareKey: `server|${name}|${port}|${probePaths(pod, port).join("\n")}`,
     build: () => serverPolicy(store, server, pod, port, cfg),
   };
 }

@@ -205,11 +205,13 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     await sleep(o.intervalMs);
   }
   const sendMs = performance.now() - t0;
-  const converged = () =>
-    all.every((s) => {
-      const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
-      return clients.last.get(s.id) === want;
-    });
+  // A stream has converged when it received something and its latest message reflects the last
+  // change of its group (or, for streams no change touches, is still its first).
+  const convergedStream = (s: (typeof all)[number]) => {
+    const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
+    return clients.last.has(s.id) && clients.last.get(s.id) === want;
+  };
+  const converged = () => all.every(convergedStream);
   await waitFor(converged, 30_000);
   const churnMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
@@ -225,10 +227,7 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     if (r.rev > 0 && e !== undefined) latencies.push(r.t - e);
   }
   latencies.sort((a, b) => a - b);
-  const lost = all.filter((s) => {
-    const want = s.group >= 0 ? finalRev.get(s.group) ?? 0 : clients.first.get(s.id);
-    return clients.last.get(s.id) !== want;
-  }).length;
+  const lost = all.filter((s) => !convergedStream(s)).length;
   const clientResets = Object.values(errors).reduce((a, b) => a + b, 0);
   const resources = mode === "policy" ? policyResources(size) : 0;
   return {
