@@ -2,9 +2,9 @@
  * Fans policy out to streams. Streams asking the same question share a topic, and topics whose
  * answers are equal share one computation and one encoding per flush (the answer's share key: a
  * Server and port, a Service port): the same bytes go to every stream. The watch path only records
- * the store change and schedules one flush at most `coalesceWindowMs` later, so a burst of events
- * (an informer re-list, a rollout) coalesces and the event path does no per-topic or per-stream
- * work; the flush works out which topics the changes can affect (route changes only the topics
+ * the store change and schedules one flush at most `coalesceWindowMs` later (at once after a quiet
+ * window), so a burst of events (an informer re-list, a rollout) coalesces and the event path does
+ * no per-topic or per-stream work; the flush works out which topics the changes can affect (route changes only the topics
  * of the Servers and Services they name), recomputes each once and sends only what changed.
  * Streams that do not keep up are the sinks' business (bounded queue, then reset).
  */
@@ -74,8 +74,9 @@ export interface HubStats {
 
 export interface HubOptions {
   /**
-   * How long after the first of a burst of store changes the flush runs (ms). Bounded: later changes
-   * do not postpone it. 0 flushes on the next macrotask.
+   * The shortest time between two flushes (ms): changes within it of the last flush are merged and
+   * sent at its end; a change after a quiet window goes out on the next macrotask. Bounded: later
+   * changes never postpone a scheduled flush. 0 flushes on the next macrotask always.
    */
   coalesceWindowMs?: number;
 }
@@ -102,6 +103,8 @@ export class PolicyHub {
   /** Store changes since the last flush, expanded into dirty topics by the flush. */
   #changes: StoreChange[] = [];
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the last flush ended (performance.now()). */
+  #lastFlush = -Infinity;
   #unlisten: () => void;
   readonly coalesceWindowMs: number;
   readonly stats: HubStats = {
@@ -133,11 +136,17 @@ export class PolicyHub {
     this.#changes = [];
   }
 
-  /** The watch path: remember the change, schedule a flush; nothing per topic or per stream. */
+  /**
+   * The watch path: remember the change, schedule a flush; nothing per topic or per stream. After a
+   * quiet window the flush runs on the next macrotask (what arrives in the same task still folds
+   * into it); within `coalesceWindowMs` of the last flush it waits for the window's end, so a burst
+   * costs one flush per window and no change waits longer than the window.
+   */
   #onChange(c: StoreChange): void {
     this.#changes.push(c);
     if (this.#timer === undefined) {
-      this.#timer = setTimeout(() => this.flush(), this.coalesceWindowMs);
+      const wait = Math.max(0, this.#lastFlush + this.coalesceWindowMs - performance.now());
+      this.#timer = setTimeout(() => this.flush(), wait);
     }
   }
 
@@ -260,6 +269,7 @@ export class PolicyHub {
     this.#timer = undefined;
     const changes = this.#changes;
     this.#changes = [];
+    this.#lastFlush = performance.now();
     for (const c of changes) this.#expand(c);
     if (this.#dirty.size === 0) return;
     const dirty = [...this.#dirty];
@@ -287,6 +297,7 @@ export class PolicyHub {
         s.send(bytes);
       }
     }
+    this.#lastFlush = performance.now();
     this.onFlush?.(changed);
   }
 

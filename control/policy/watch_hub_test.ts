@@ -321,3 +321,21 @@ Deno.test("an authentication change recomputes only namespaces whose Authorizati
   assertEquals(inbound.get("web-0")!.messages.length, 2);
   hub.close();
 });
+
+Deno.test("after a quiet window a change goes out at once; one right after a flush waits for the window", async () => {
+  const store = cluster();
+  const hub = new PolicyHub(store, cfg, { coalesceWindowMs: 300 });
+  const { inbound } = subscribeAll(hub);
+  const web = inbound.get("web-0")!;
+  modify(store, "HTTPRoute", inRoute("web", 1));
+  await sleep(50);
+  assertEquals(web.messages.length, 2, "the first change waited for the window");
+  modify(store, "HTTPRoute", inRoute("web", 2));
+  modify(store, "HTTPRoute", inRoute("web", 3));
+  await sleep(50);
+  assertEquals(web.messages.length, 2, "changes right after a flush went out before the window's end");
+  await sleep(400);
+  assertEquals(web.messages.length, 3, "the two changes were merged into one update");
+  assertEquals(web.last, Server.encode(inboundPolicy(store, cfg, "a", "web-0", 8080)).finish());
+  hub.close();
+});
