@@ -258,6 +258,8 @@ async function run(streams: number, label: string): Promise<Result> {
 
     // Churn: each change replaces one endpoint of one service (a remove + an add for its streams).
     const slices = f.fake("endpointslices");
+    // The fake API server's replay history is not the controller's memory: keep it short.
+    slices.historyLimit = 1000;
     const cpu0 = process.cpuUsage();
     const wall0 = performance.now();
     // Event-loop lag: how late a 5 ms timer fires while the controller works (or waits for a core).
