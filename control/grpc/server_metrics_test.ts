@@ -54,6 +54,10 @@ Deno.test("gRPC server metrics count started and handled calls by status code ov
     assert.match(text, new RegExp(`grpc_server_started_total\\{${labels}\\} 2`));
     assert.match(text, new RegExp(`grpc_server_handled_total\\{${labels},grpc_code="OK"\\} 1`));
     assert.match(text, new RegExp(`grpc_server_handled_total\\{${labels},grpc_code="INVALID_ARGUMENT"\\} 1`));
+    // One answer sent (the refused call sends none), counted at the first scrape and not again at the next.
+    assert.match(text, new RegExp(`grpc_server_msg_sent_total\\{${labels}\\} 1\n`));
+    assert.equal(await certify("b"), null);
+    assert.match(await registry.metrics(), new RegExp(`grpc_server_msg_sent_total\\{${labels}\\} 2\n`));
   } finally {
     client.close();
     server.forceShutdown();
