@@ -15,12 +15,15 @@ import {
   generationOf,
   jsonLines,
   now,
+  placeStream,
+  replicaOfConnection,
   serviceOf,
   type ToClient,
 } from "./plan.ts";
 
 interface Sub {
   svc: number;
+  replica: number;
   call: grpc.ClientReadableStream<Update>;
   ips: Set<string>;
   first: boolean;
@@ -38,16 +41,20 @@ function send(m: FromClient): void {
 let plan: ClientPlan | undefined;
 let conns: DestinationClient[] = [];
 const subs: Sub[] = [];
-/** This process's streams per service, and how many of them hold each pending generation. */
+/**
+ * This process's streams per (service, replica) key, and how many of them hold each pending
+ * generation: a replica's streams are reported apart so each replica's propagation is its own.
+ */
 const perService = new Map<number, number>();
+const keyOf = (svc: number, replica: number) => svc * plan!.ports.length + replica;
 const counts = new Map<number, Map<number, number>>();
 let opened = 0;
 let firsts = 0;
-let got: [number, number, number][] = [];
+let got: [number, number, number, number][] = [];
 let flushing = false;
 
-function report(svc: number, gen: number): void {
-  got.push([svc, gen, now()]);
+function report(svc: number, gen: number, replica: number): void {
+  got.push([svc, gen, now(), replica]);
   if (flushing) return;
   flushing = true;
   // Batched per event-loop turn; the timestamps are taken on receipt, not on report.
@@ -80,12 +87,13 @@ function onUpdate(sub: Sub, u: Update): void {
     return;
   }
   if (gen === undefined) return;
-  let c = counts.get(sub.svc);
-  if (!c) counts.set(sub.svc, c = new Map());
+  const key = keyOf(sub.svc, sub.replica);
+  let c = counts.get(key);
+  if (!c) counts.set(key, c = new Map());
   const n = (c.get(gen) ?? 0) + 1;
-  if (n < perService.get(sub.svc)!) return void c.set(gen, n);
+  if (n < perService.get(key)!) return void c.set(gen, n);
   c.delete(gen);
-  report(sub.svc, gen);
+  report(sub.svc, gen, sub.replica);
 }
 
 async function open(streams: number): Promise<void> {
@@ -93,13 +101,14 @@ async function open(streams: number): Promise<void> {
   for (let k = opened; k < streams; k++) {
     if (k % p.procs !== p.index) continue;
     const svc = serviceOf(k, p.services);
-    const call = conns[subs.length % conns.length].get({
+    const { channel, replica } = placeStream(k, p.procs, p.channels, p.ports.length);
+    const call = conns[channel].get({
       scheme: "",
       path: `svc-${svc}.bench.svc.cluster.local:80`,
       contextToken: "",
     });
-    const sub: Sub = { svc, call, ips: new Set(), first: true, reset: undefined };
-    perService.set(svc, (perService.get(svc) ?? 0) + 1);
+    const sub: Sub = { svc, replica, call, ips: new Set(), first: true, reset: undefined };
+    perService.set(keyOf(svc, replica), (perService.get(keyOf(svc, replica)) ?? 0) + 1);
     call.on("data", (u: Update) => onUpdate(sub, u));
     call.on("error", (e: grpc.ServiceError) => {
       if (e.code !== grpc.status.CANCELLED || !closing) sub.reset = `${e.code} ${e.details}`;
@@ -110,23 +119,37 @@ async function open(streams: number): Promise<void> {
   const until = Date.now() + 120_000;
   while (firsts < subs.length && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   if (firsts < subs.length) throw new Error(`only ${firsts}/${subs.length} streams got their first message`);
-  send({ type: "opened", streams: subs.length });
+  const perReplica = p.ports.map(() => 0);
+  for (const s of subs) perReplica[s.replica]++;
+  send({ type: "opened", streams: subs.length, perReplica });
 }
 
 function verify(gens: number[]): void {
   const p = plan!;
   let converged = 0;
+  const lostPerReplica = p.ports.map(() => 0);
   const errors: string[] = [];
   for (const s of subs) {
     const want = expectedIps(s.svc, p.perService, gens[s.svc]);
     const ok = want.size === s.ips.size && [...want].every((ip) => s.ips.has(ip));
     if (ok) converged++;
-    else if (errors.length < 3) errors.push(`svc-${s.svc}: have ${s.ips.size}, want ${want.size}`);
+    else lostPerReplica[s.replica]++;
+    if (!ok && errors.length < 3) {
+      errors.push(`svc-${s.svc} on replica ${s.replica}: have ${s.ips.size}, want ${want.size}`);
+    }
   }
   const resets = subs.filter((s) => s.reset !== undefined).length;
   for (const s of subs) if (s.reset && errors.length < 6) errors.push(`reset: ${s.reset}`);
   const cpu = process.cpuUsage(cpuAtPing);
-  send({ type: "verified", streams: subs.length, converged, resets, errors, cpuUs: cpu.user + cpu.system });
+  send({
+    type: "verified",
+    streams: subs.length,
+    converged,
+    lostPerReplica,
+    resets,
+    errors,
+    cpuUs: cpu.user + cpu.system,
+  });
 }
 
 let closing = false;
@@ -135,14 +158,19 @@ try {
   for await (const m of jsonLines<ToClient>(Deno.stdin.readable)) {
     if (m.type === "init") {
       plan = m.plan;
+      const p = m.plan;
       conns = Array.from(
-        { length: m.plan.channels },
+        { length: p.channels },
         // A local subchannel pool per client: separate connections, as separate proxies would open
         // (grpc-js shares one connection among clients of an address otherwise).
-        () =>
-          new DestinationClient(`127.0.0.1:${m.plan.port}`, grpc.credentials.createInsecure(), {
-            "grpc.use_local_subchannel_pool": 1,
-          }),
+        (_, channel) =>
+          new DestinationClient(
+            `127.0.0.1:${p.ports[replicaOfConnection(p.index, channel, p.channels, p.ports.length)]}`,
+            grpc.credentials.createInsecure(),
+            {
+              "grpc.use_local_subchannel_pool": 1,
+            },
+          ),
       );
     } else if (m.type === "open") await open(m.streams);
     else if (m.type === "ping") {

@@ -11,7 +11,8 @@ export const MAX_ENDPOINTS_PER_SERVICE = 254;
 export const GEN_MODULO = 50;
 
 export interface ClientPlan {
-  port: number;
+  /** One port per controller replica: each connection dials one of them (placeStream). */
+  ports: number[];
   services: number;
   perService: number;
   /** Client processes, and which one this is: stream k belongs to process k % procs. */
@@ -29,14 +30,20 @@ export type ToClient =
   | { type: "close" };
 
 export type FromClient =
-  | { type: "opened"; streams: number }
+  /** perReplica: this process's streams on each replica. */
+  | { type: "opened"; streams: number; perReplica: number[] }
   | { type: "pong"; id: number; t: number }
-  /** [service, generation modulo GEN_MODULO, time the last of this process's streams got it]. */
-  | { type: "got"; items: [number, number, number][] }
+  /**
+   * [service, generation modulo GEN_MODULO, time the last of this process's streams of the service
+   * on that replica got it, replica].
+   */
+  | { type: "got"; items: [number, number, number, number][] }
   | {
     type: "verified";
     streams: number;
     converged: number;
+    /** Streams not holding the final endpoint set, by the replica serving them. */
+    lostPerReplica: number[];
     resets: number;
     errors: string[];
     /** CPU µs this process used since the last ping (the churn and its drain). */
@@ -46,6 +53,33 @@ export type FromClient =
 
 /** The service stream k watches. */
 export const serviceOf = (k: number, services: number) => k % services;
+
+/**
+ * Where stream k lives: client process k % procs opens its streams in order of k, spreading them
+ * over its connections round-robin, and each connection dials one replica, round-robin over all
+ * client connections, as a Kubernetes Service spreads proxies' connections (one replica per
+ * connection, every stream of the connection on it).
+ */
+export function placeStream(
+  k: number,
+  procs: number,
+  channels: number,
+  replicas: number,
+): { proc: number; channel: number; replica: number } {
+  const proc = k % procs;
+  const channel = Math.floor(k / procs) % channels;
+  return { proc, channel, replica: replicaOfConnection(proc, channel, channels, replicas) };
+}
+
+/** The replica connection `channel` of client process `proc` dials. */
+export function replicaOfConnection(
+  proc: number,
+  channel: number,
+  channels: number,
+  replicas: number,
+): number {
+  return (proc * channels + channel) % replicas;
+}
 
 /** The address of endpoint i of service s; endpoint 0 moves with the service's generation. */
 export function endpointIp(s: number, i: number, gen: number): string {
@@ -83,3 +117,22 @@ export async function* jsonLines<T>(stream: ReadableStream<Uint8Array>): AsyncGe
     }
   }
 }
+
+/** Messages to a controller replica process (replica.ts). */
+export type ToReplica =
+  | { type: "load"; services: number; perService: number }
+  | { type: "heap" }
+  | { type: "churn" }
+  /** Apply generation `gen` of service `s`'s EndpointSlice to this replica's watch. */
+  | { type: "apply"; s: number; gen: number }
+  | { type: "stop" }
+  | { type: "close" };
+
+export type FromReplica =
+  /** Heap after GC before and after the cluster state was loaded (the caches). */
+  | { type: "loaded"; port: number; heapEmpty: number; heapLoaded: number }
+  | { type: "heap"; heap: number; rss: number }
+  | { type: "churning" }
+  /** CPU µs since "churn", and the 5 ms timer's lateness p99 (event-loop lag). */
+  | { type: "stopped"; cpuUs: number; loopLagP99: number }
+  | { type: "error"; message: string };
