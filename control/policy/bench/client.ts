@@ -11,6 +11,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { Buffer } from "node:buffer";
 import { LineWriter, readLines } from "./lines.ts";
+import { connectionsFor, replicaOfConnection } from "./placement.ts";
 
 export interface StreamSpec {
   /** Index of the stream in the whole run. */
@@ -22,7 +23,6 @@ export interface StreamSpec {
 }
 
 const MARK = Buffer.from("rev-");
-const STREAMS_PER_CONNECTION = 250;
 /** A client process never outlives a stuck run by long. */
 const HARD_LIMIT_MS = 15 * 60_000;
 
@@ -39,19 +39,24 @@ export function revOf(b: Uint8Array): number {
   return digits > 0 ? n : -1;
 }
 
-async function main(port: number) {
+/** `ports`: one per controller replica; connection c of this process is `firstConnection + c` overall. */
+async function main(ports: number[], firstConnection: number) {
   const out = new LineWriter(Deno.stdout.writable);
   const lines = readLines(Deno.stdin.readable);
   const first = await lines.next();
   if (first.done) return;
   const specs = (JSON.parse(first.value) as { streams: StreamSpec[] }).streams;
   const channels = Array.from(
-    { length: Math.max(1, Math.ceil(specs.length / STREAMS_PER_CONNECTION)) },
-    () =>
-      new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
-        // A connection of its own per client, as separate proxies have.
-        "grpc.use_local_subchannel_pool": 1,
-      }),
+    { length: connectionsFor(specs.length) },
+    (_, c) =>
+      new grpc.Client(
+        `127.0.0.1:${ports[replicaOfConnection(firstConnection + c, ports.length)]}`,
+        grpc.credentials.createInsecure(),
+        {
+          // A connection of its own per client, as separate proxies have.
+          "grpc.use_local_subchannel_pool": 1,
+        },
+      ),
   );
   const last = new Map<number, number>();
   const errors: Record<string, number> = {};
@@ -107,7 +112,10 @@ async function main(port: number) {
 }
 
 if (import.meta.main) {
-  const a = Deno.args.find((x) => x.startsWith("--port="));
-  if (!a) throw new Error("client.ts: --port=N is required");
-  await main(Number(a.split("=")[1]));
+  const a = Deno.args.find((x) => x.startsWith("--ports="));
+  if (!a) throw new Error("client.ts: --ports=N[,N...] is required");
+  const ports = a.split("=")[1].split(",").map(Number);
+  if (ports.some((p) => !Number.isInteger(p) || p <= 0)) throw new Error(`client.ts: bad ${a}`);
+  const f = Deno.args.find((x) => x.startsWith("--first-connection="));
+  await main(ports, f ? Number(f.split("=")[1]) : 0);
 }

@@ -7,6 +7,7 @@
  * round trip, which is reported as `clock_error_ms`.
  */
 import { LineWriter, readLines } from "./lines.ts";
+import { placement } from "./placement.ts";
 import type { BenchStream } from "./scenario.ts";
 
 /** A receipt, in the controller process's `performance.now()` time once clocks are mapped. */
@@ -36,12 +37,25 @@ export class ClientProcs {
   received = 0;
   clockErrorMs = 0;
 
-  static start(n: number, port: number, all: BenchStream[]): ClientProcs {
+  /** The replica serving each stream, by stream id (placement.ts). */
+  readonly replicaOf = new Map<number, number>();
+
+  /** `ports`: one per controller replica; each client connection dials one (placement.ts). */
+  static start(n: number, ports: number[], all: BenchStream[]): ClientProcs {
     const cp = new ClientProcs();
     const client = new URL("./client.ts", import.meta.url).pathname;
+    const shares = Array.from({ length: n }, (_, k) => all.filter((_, i) => i % n === k));
+    const place = placement(shares.map((s) => s.length), ports.length);
     for (let k = 0; k < n; k++) {
+      shares[k].forEach((s, j) => cp.replicaOf.set(s.id, place.replicaOf[k][j]));
       const child = new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", client, `--port=${port}`],
+        args: [
+          "run",
+          "-A",
+          client,
+          `--ports=${ports.join(",")}`,
+          `--first-connection=${place.firstConnection[k]}`,
+        ],
         stdin: "piped",
         stdout: "piped",
         stderr: "inherit",
@@ -57,7 +71,7 @@ export class ClientProcs {
         done: Promise.resolve(),
       };
       p.done = cp.#read(p);
-      const mine = all.filter((_, i) => i % n === k).map(({ id, path, req }) => ({ id, path, req }));
+      const mine = shares[k].map(({ id, path, req }) => ({ id, path, req }));
       p.writer.send({ streams: mine });
       cp.#procs.push(p);
     }

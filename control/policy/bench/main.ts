@@ -10,6 +10,13 @@
  *       streams = apps × (3 × pods-per-app + out-per-svc); the goal: --apps=400 --pods-per-app=6
  *       --out-per-svc=7 is 2,000 resources and 10,000 streams)
  *   --changes=200 --interval-ms=25 --reps=3 --client-procs=2
+ *   --replicas=N: the controller as N replica processes (replica.ts), each with its own watch fed the
+ *       same change at the same moment by the repetition's process (one origin for propagation on
+ *       every replica), the client connections spread round-robin over them as a Service spreads
+ *       proxies' connections (placement.ts); CPU and heap are then the replicas', summed, and
+ *       `per_replica` gives each one's streams, p50/p99, lost streams, CPU per change and heap per
+ *       stream. Without it the controller runs in the repetition's process (its CPU then includes
+ *       the churn driver and the receipts' bookkeeping).
  *   Bounded: each churn stops after `changes` or 120 s, convergence is awaited at most 30 s.
  */
 import { type RepResult, runRep } from "./run.ts";
@@ -32,6 +39,7 @@ const options = {
   intervalMs: arg("interval-ms", 25),
   clientProcs: Math.max(1, arg("client-procs", 2)),
   churnLimitMs: 120_000,
+  replicas: Deno.args.some((a) => a.startsWith("--replicas=")) ? Math.max(1, arg("replicas", 1)) : undefined,
 };
 const REPS = Math.max(1, arg("reps", 3));
 
@@ -149,5 +157,17 @@ console.log(JSON.stringify({
     rss_per_stream: ratio("rss_bytes_per_stream"),
   },
   goal_p99_le_100ms_no_loss_no_resets: goal,
+  replicas: options.replicas ?? null,
+  per_replica: runs[0].policy.replicas?.map((x, i) => ({
+    replica: i,
+    streams: x.streams,
+    propagation_p50_ms: stat(runs.map((r) => r.policy.replicas![i].p50_ms)),
+    propagation_p99_ms: stat(runs.map((r) => r.policy.replicas![i].p99_ms)),
+    lost_streams: stat(runs.map((r) => r.policy.replicas![i].lost_streams)),
+    cpu_us_per_change: stat(runs.map((r) => r.policy.replicas![i].cpu_us_per_change)),
+    cpu_us_per_change_per_stream: stat(runs.map((r) => r.policy.replicas![i].cpu_us_per_change_per_stream)),
+    heap_bytes_per_stream: stat(runs.map((r) => r.policy.replicas![i].heap_bytes_per_stream)),
+    heap_bytes_per_resource: stat(runs.map((r) => r.policy.replicas![i].heap_bytes_per_resource)),
+  })) ?? null,
   clock: "client performance.now() mapped to the controller's by min-RTT ping over the pipe",
 }));

@@ -13,6 +13,7 @@ import { defaultPolicyConfig } from "../config.ts";
 import { PolicyGrpcServer } from "../grpc_server.ts";
 import { FakePolicySource, PolicyStore } from "../store.ts";
 import { ClientProcs } from "./client_procs.ts";
+import { type Loaded, ReplicaProcs } from "./replica_procs.ts";
 import { change, objects, policyResources, type ScenarioSize, streams } from "./scenario.ts";
 
 export interface RunOptions {
@@ -22,6 +23,23 @@ export interface RunOptions {
   clientProcs: number;
   /** Churn stops after this long even if changes remain. */
   churnLimitMs: number;
+  /**
+   * Policy mode: run the controller as this many replica processes (replica.ts), each fed the same
+   * changes, the client connections spread over them; unset, it runs in this process.
+   */
+  replicas?: number;
+}
+
+/** One replica's share of a repetition (policy mode with `replicas`). */
+export interface ReplicaFigures {
+  streams: number;
+  p50_ms: number;
+  p99_ms: number;
+  lost_streams: number;
+  cpu_us_per_change: number;
+  cpu_us_per_change_per_stream: number;
+  heap_bytes_per_stream: number;
+  heap_bytes_per_resource: number;
 }
 
 export interface RepResult {
@@ -50,6 +68,8 @@ export interface RepResult {
   churn_s: number;
   /** Changes per second actually sent (timers round short intervals up). */
   change_rate_per_s: number;
+  /** With `replicas`: each replica's figures (CPU and heap above are then summed over them). */
+  replicas?: ReplicaFigures[];
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -124,13 +144,24 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
   const size = o.size;
   const all = streams(size);
   const m0 = await settle();
-  let port: number;
   let stop: () => void;
   let apply: (c: ReturnType<typeof change>) => void;
   let overflow = () => Promise.resolve(0);
   let objectCount = 0;
   let coalesceMs: number | null = null;
-  if (mode === "policy") {
+  let replicas: ReplicaProcs | undefined;
+  let loaded: Loaded[] = [];
+  let ports: number[] = [];
+  if (mode === "policy" && o.replicas) {
+    const r = replicas = new ReplicaProcs(o.replicas);
+    loaded = await r.load(size);
+    ports = loaded.map((l) => l.port);
+    objectCount = loaded[0].objects;
+    coalesceMs = loaded[0].coalesceMs;
+    // Change n carries rev n + 1 (scenario.ts): each replica rebuilds it from its index.
+    apply = (c) => r.apply(c.rev - 1);
+    stop = () => {};
+  } else if (mode === "policy") {
     const source = new FakePolicySource();
     const store = new PolicyStore();
     const abort = new AbortController();
@@ -142,7 +173,7 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
       source.emit("added", kind, object);
       objectCount++;
     }
-    port = await srv.listen("127.0.0.1", 0);
+    ports = [await srv.listen("127.0.0.1", 0)];
     apply = (c) => source.emit("modified", c.kind, c.object);
     overflow = async () => {
       let n = 0;
@@ -158,7 +189,7 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     };
   } else {
     const b = await baselineServer();
-    port = b.port;
+    ports = [b.port];
     const bytes = new Map<number, Buffer>();
     apply = (c) => {
       let m = bytes.get(c.rev);
@@ -175,18 +206,21 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
   }
   const m1 = await settle();
 
-  const clients = ClientProcs.start(o.clientProcs, port, all);
+  const clients = ClientProcs.start(o.clientProcs, ports, all);
   const readyIn = Math.max(60_000, all.length * 20);
   if (!(await waitFor(() => clients.ready, readyIn))) {
     const errors = await clients.finish();
     stop();
+    await replicas?.close();
     throw new Error(
       `${mode}: only ${clients.first.size}/${all.length} streams got their first message within ${readyIn} ms ` +
         `(errors ${JSON.stringify(errors)})`,
     );
   }
   const m2 = await settle();
+  const r2 = replicas ? await replicas.heap() : [];
   await clients.calibrate();
+  await replicas?.churn();
   const receivedBefore = clients.received;
 
   // Churn: bounded by count and by time.
@@ -215,21 +249,47 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
   await waitFor(converged, 30_000);
   const churnMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  const cpuMs = (cpu.user + cpu.system) / 1000;
+  const stopped = replicas ? await replicas.stop() : [];
+  // With replicas the controller's CPU is theirs, not this process's (the churn driver's).
+  const cpuMs = replicas ? stopped.reduce((a, x) => a + x.cpuUs, 0) / 1000 : (cpu.user + cpu.system) / 1000;
 
-  const resetsServer = await overflow();
+  const resetsServer = replicas ? stopped.reduce((a, x) => a + x.resets, 0) : await overflow();
   const errors = await clients.finish();
   stop();
+  await replicas?.close();
 
   const latencies: number[] = [];
+  const latOf: number[][] = loaded.map(() => []);
   for (const r of clients.receipts()) {
     const e = emitted.get(r.rev);
-    if (r.rev > 0 && e !== undefined) latencies.push(r.t - e);
+    if (r.rev <= 0 || e === undefined) continue;
+    latencies.push(r.t - e);
+    if (replicas) latOf[clients.replicaOf.get(r.stream)!].push(r.t - e);
   }
   latencies.sort((a, b) => a - b);
   const lost = all.filter((s) => !convergedStream(s)).length;
   const clientResets = Object.values(errors).reduce((a, b) => a + b, 0);
   const resources = mode === "policy" ? policyResources(size) : 0;
+  const perReplica: ReplicaFigures[] = loaded.map((l, r) => {
+    const mine = all.filter((s) => clients.replicaOf.get(s.id) === r);
+    const lat = latOf[r].sort((a, b) => a - b);
+    return {
+      streams: mine.length,
+      p50_ms: percentile(lat, 0.5),
+      p99_ms: percentile(lat, 0.99),
+      lost_streams: mine.filter((s) => !convergedStream(s)).length,
+      cpu_us_per_change: stopped[r].cpuUs / sent,
+      cpu_us_per_change_per_stream: stopped[r].cpuUs / sent / mine.length,
+      heap_bytes_per_stream: (r2[r].heap - l.heap1) / mine.length,
+      heap_bytes_per_resource: (l.heap1 - l.heap0) / resources,
+    };
+  });
+  // With replicas, memory is summed over them (each holds every resource: per resource, the mean).
+  const sum = (f: (l: Loaded, r: number) => number) => loaded.reduce((a, l, r) => a + f(l, r), 0);
+  const heapStreams = replicas ? sum((l, r) => r2[r].heap - l.heap1) : m2.heapUsed - m1.heapUsed;
+  const rssStreams = replicas ? sum((l, r) => r2[r].rss - l.rss1) : m2.rss - m1.rss;
+  const heapResources = replicas ? sum((l) => l.heap1 - l.heap0) / loaded.length : m1.heapUsed - m0.heapUsed;
+  const rssResources = replicas ? sum((l) => l.rss1 - l.rss0) / loaded.length : m1.rss - m0.rss;
   return {
     mode,
     streams: all.length,
@@ -247,13 +307,14 @@ export async function runRep(mode: "policy" | "baseline", o: RunOptions): Promis
     cpu_ms: cpuMs,
     cpu_us_per_change: (cpuMs * 1000) / sent,
     cpu_us_per_change_per_stream: (cpuMs * 1000) / sent / all.length,
-    heap_bytes_per_stream: (m2.heapUsed - m1.heapUsed) / all.length,
-    rss_bytes_per_stream: (m2.rss - m1.rss) / all.length,
-    heap_bytes_per_resource: resources ? (m1.heapUsed - m0.heapUsed) / resources : NaN,
-    rss_bytes_per_resource: resources ? (m1.rss - m0.rss) / resources : NaN,
+    heap_bytes_per_stream: heapStreams / all.length,
+    rss_bytes_per_stream: rssStreams / all.length,
+    heap_bytes_per_resource: resources ? heapResources / resources : NaN,
+    rss_bytes_per_resource: resources ? rssResources / resources : NaN,
     clock_error_ms: clients.clockErrorMs,
     coalesce_window_ms: coalesceMs,
     churn_s: churnMs / 1000,
     change_rate_per_s: sent / (sendMs / 1000),
+    ...(replicas ? { replicas: perReplica } : {}),
   };
 }
