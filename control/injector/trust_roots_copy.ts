@@ -99,6 +99,7 @@ export class TrustRootsCopier {
   /** One round: read the source, patch every copy that differs. Returns the namespaces patched. */
   async sync(): Promise<string[]> {
     const patched: string[] = [];
+    const failed: string[] = [];
     try {
       const src = await this.#readSource();
       if (src === undefined) return patched;
@@ -113,11 +114,19 @@ export class TrustRootsCopier {
           differs = true;
         }
         if (!differs) continue;
-        await this.#api.patch(copy.namespace, diff);
-        patched.push(copy.namespace);
+        // One copy that cannot be written (its namespace terminating, a webhook refusing it) must not keep
+        // the others on the old bundle: each is patched on its own, failures reported together.
+        try {
+          await this.#api.patch(copy.namespace, diff);
+          patched.push(copy.namespace);
+        } catch (e) {
+          failed.push(`${copy.namespace} (${(e as Error).message})`);
+        }
       }
       if (patched.length > 0) this.#opts.log(`trust roots: updated the copies in ${patched.join(", ")}`);
-      this.#lastError = "";
+      const m = failed.length > 0 ? `cannot update the copies in ${failed.join(", ")}` : "";
+      if (m && m !== this.#lastError) this.#opts.log(`trust roots: ${m}`);
+      this.#lastError = m;
     } catch (e) {
       const m = (e as Error).message;
       if (m !== this.#lastError) this.#opts.log(`trust roots: sync failed: ${m}`);

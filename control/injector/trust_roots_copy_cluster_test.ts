@@ -77,6 +77,15 @@ Deno.test({
       });
       assert.ok(!(await copier.sync()).includes(app), "an equal copy is not written again");
 
+      // A copy deleted after it was listed (its namespace going away, as other tests' namespaces do while
+      // this runs) is not an error of the sync.
+      const api = new KubeTrustRootsCopyApi(kc, cp);
+      const before = (await copy()).data ?? {};
+      await core.deleteNamespacedConfigMap({ name: TRUST_ROOTS_COPY_CONFIGMAP, namespace: app });
+      await api.patch(app, { "weft-renew-before": null });
+      await assert.rejects(copy(), "a patch of a deleted copy must not create it again");
+      assert.equal(await api.create(app, before), "created");
+
       // A key removed from the source is removed from the copy.
       await core.patchNamespacedConfigMap({
         namespace: cp,

@@ -59,3 +59,32 @@ Deno.test("trust roots copier: an API error is logged and the admission goes on;
   await c.ensure("shop");
   assert.deepEqual(created, ["shop"]);
 });
+
+Deno.test("trust roots copier: a copy that cannot be patched does not keep the others on the old bundle", async () => {
+  const logs: string[] = [];
+  const patched: string[] = [];
+  const stale = { "ca-bundle.crt": "old" };
+  const { a } = api({
+    listCopies: () =>
+      Promise.resolve([
+        { namespace: "going", data: stale },
+        { namespace: "shop", data: stale },
+        { namespace: "books", data: stale },
+      ]),
+    patch: (ns) => {
+      if (ns === "going") return Promise.reject(new Error("HTTP 403: namespace going is being terminated"));
+      patched.push(ns);
+      return Promise.resolve();
+    },
+  });
+  const c = new TrustRootsCopier(a, { controlPlaneNamespace: "weft", log: (l) => logs.push(l) });
+  assert.deepEqual(await c.sync(), ["shop", "books"]);
+  assert.deepEqual(patched, ["shop", "books"]);
+  assert.deepEqual(logs, [
+    "trust roots: updated the copies in shop, books",
+    "trust roots: cannot update the copies in going (HTTP 403: namespace going is being terminated)",
+  ]);
+  // The same failure next time is not logged again.
+  await c.sync();
+  assert.equal(logs.filter((l) => l.includes("cannot update")).length, 1);
+});
