@@ -15,8 +15,11 @@ import type { TrustRootsCopyApi } from "./trust_roots_copy.ts";
 
 export const INJECTOR_FIELD_MANAGER = "weft-proxy-injector";
 
+/** On each copy: the source it was copied from (`<namespace>/<name>`). */
+export const COPIED_FROM_ANNOTATION = "weft.io/copied-from";
+
 interface ConfigMap {
-  metadata?: { namespace?: string };
+  metadata?: { namespace?: string; annotations?: Record<string, string> };
   data?: Record<string, string>;
 }
 
@@ -40,7 +43,12 @@ export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
     const r = await this.#request("GET", path);
     if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${message(r.text)}`);
     const list = JSON.parse(r.text) as { items?: ConfigMap[] };
-    return (list.items ?? []).map((cm) => ({ namespace: cm.metadata?.namespace ?? "", data: cm.data ?? {} }));
+    // Only the copies of this control plane's source: another control plane's (a second mesh, a test's) are
+    // its own to keep, and syncing both would have them overwrite each other's copies in turn.
+    const mine = `${this.controlPlaneNamespace}/${TRUST_ROOTS_CONFIGMAP}`;
+    return (list.items ?? [])
+      .filter((cm) => (cm.metadata?.annotations?.[COPIED_FROM_ANNOTATION] ?? mine) === mine)
+      .map((cm) => ({ namespace: cm.metadata?.namespace ?? "", data: cm.data ?? {} }));
   }
 
   async create(namespace: string, data: Record<string, string>): Promise<"created" | "exists"> {
@@ -53,7 +61,7 @@ export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
         namespace,
         labels: { [TRUST_ROOTS_COPY_LABEL]: "true" },
         annotations: {
-          "weft.io/copied-from": `${this.controlPlaneNamespace}/${TRUST_ROOTS_CONFIGMAP}`,
+          [COPIED_FROM_ANNOTATION]: `${this.controlPlaneNamespace}/${TRUST_ROOTS_CONFIGMAP}`,
         },
       },
       data,

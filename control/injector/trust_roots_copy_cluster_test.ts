@@ -86,6 +86,12 @@ Deno.test({
       await assert.rejects(copy(), "a patch of a deleted copy must not create it again");
       assert.equal(await api.create(app, before), "created");
 
+      // Another control plane's copier (the cluster's own weft, a second mesh) does not list this source's
+      // copies, so it never overwrites them.
+      const others = await new KubeTrustRootsCopyApi(kc, `${cp}-other`).listCopies();
+      assert.ok(!others.some((c) => c.namespace === app), "another control plane lists this test's copy");
+      assert.ok((await new KubeTrustRootsCopyApi(kc, cp).listCopies()).some((c) => c.namespace === app));
+
       // A key removed from the source is removed from the copy.
       await core.patchNamespacedConfigMap({
         namespace: cp,
