@@ -99,9 +99,9 @@ function onUpdate(sub: Sub, u: Update): void {
 async function open(streams: number): Promise<void> {
   const p = plan!;
   for (let k = opened; k < streams; k++) {
-    if (k % p.procs !== p.index) continue;
+    const { proc, channel, replica } = placeStream(k, p.procs, p.channels, p.ports.length, p.services);
+    if (proc !== p.index) continue;
     const svc = serviceOf(k, p.services);
-    const { channel, replica } = placeStream(k, p.procs, p.channels, p.ports.length);
     const call = conns[channel].get({
       scheme: "",
       path: `svc-${svc}.bench.svc.cluster.local:80`,

@@ -17,12 +17,12 @@
  * (the lowest-round-trip sample of 20; half that round trip bounds the error and is printed), so
  * timestamps compare across processes whatever the clocks' start skew or slew.
  *
- * Each repetition runs a baseline (one stream per service) and the target; every figure is the
+ * Each repetition runs a baseline (one stream per service on each replica) and the target; every figure is the
  * median and [min, max] over `--reps`. After the churn each client checks that every stream
  * converged to the final endpoint set (lost updates, also by replica) and counts resets. CPU is
  * the replicas' (user + system) over the churn, summed: per change, per change and subscribed
  * stream, and per extra stream (target minus baseline per change, over the streams a service has
- * beyond its first); `cpu_percent_of_one_core` and the loop lag are the busiest replica's. Memory:
+ * beyond its first on each replica); `cpu_percent_of_one_core` and the loop lag are the busiest replica's. Memory:
  * heap after gc per endpoint (caches, then the index; mean of the replicas) and per stream, RSS
  * per stream. `per_replica` gives each replica's streams, propagation p50/p99 to the last of its
  * streams, lost updates, CPU per change (and per change per stream it serves), heap per endpoint
@@ -177,7 +177,7 @@ async function run(streams: number, label: string): Promise<Result> {
     const key = (proc: number, replica: number) => proc * REPLICAS + replica;
     const holders = Array.from({ length: SERVICES }, () => new Set<number>());
     for (let k = 0; k < streams; k++) {
-      const p = placeStream(k, procs.length, CHANNELS, REPLICAS);
+      const p = placeStream(k, procs.length, CHANNELS, REPLICAS, SERVICES);
       holders[serviceOf(k, SERVICES)].add(key(p.proc, p.replica));
     }
     const pending = new Map<
@@ -216,8 +216,8 @@ async function run(streams: number, label: string): Promise<Result> {
     ));
     const onReplica = (o: FromClient[]) =>
       replicas.map((_, r) => o.reduce((a, x) => a + (x.type === "opened" ? x.perReplica[r] : 0), 0));
-    // One stream per service first: the per-endpoint state of the index.
-    const first = Math.min(SERVICES, streams);
+    // One stream per service on each replica first: the per-endpoint state of the index.
+    const first = Math.min(SERVICES * REPLICAS, streams);
     const firstOn = onReplica(
       await Promise.all(procs.map((c) => c.ask({ type: "open", streams: first }, "opened", 180_000))),
     );
@@ -326,7 +326,12 @@ async function run(streams: number, label: string): Promise<Result> {
 const base: Result[] = [];
 const main: Result[] = [];
 for (let rep = 0; rep < REPS; rep++) {
-  base.push(await run(Math.min(SERVICES, STREAMS), `rep ${rep + 1} baseline: one stream per service`));
+  base.push(
+    await run(
+      Math.min(SERVICES * REPLICAS, STREAMS),
+      `rep ${rep + 1} baseline: one stream per service per replica`,
+    ),
+  );
   main.push(await run(STREAMS, `rep ${rep + 1} target`));
 }
 
@@ -344,8 +349,8 @@ const baseCpu = spread(base, (x) => x.cpuUsPerChangePerStream);
 const marginal = spread(
   main.map((m, i) => ({
     ...m,
-    marginal: STREAMS > SERVICES
-      ? (m.cpuUsPerChange - base[i].cpuUsPerChange) / (STREAMS / SERVICES - 1)
+    marginal: STREAMS > SERVICES * REPLICAS
+      ? (m.cpuUsPerChange - base[i].cpuUsPerChange) / (STREAMS / SERVICES - REPLICAS)
       : NaN,
   })),
   (x) => (x as Result & { marginal: number }).marginal,

@@ -15,7 +15,7 @@ export interface ClientPlan {
   ports: number[];
   services: number;
   perService: number;
-  /** Client processes, and which one this is: stream k belongs to process k % procs. */
+  /** Client processes, and which one this is: stream k belongs to placeStream(k).proc. */
   procs: number;
   index: number;
   /** HTTP/2 connections this process spreads its streams over. */
@@ -55,20 +55,43 @@ export type FromClient =
 export const serviceOf = (k: number, services: number) => k % services;
 
 /**
- * Where stream k lives: client process k % procs opens its streams in order of k, spreading them
- * over its connections round-robin, and each connection dials one replica, round-robin over all
- * client connections, as a Kubernetes Service spreads proxies' connections (one replica per
- * connection, every stream of the connection on it).
+ * Where stream k lives: on connection g (numbered over all client processes: process
+ * floor(g / channels), its connection g % channels), and each connection dials one replica,
+ * round-robin over the connections, as a Kubernetes Service spreads proxies' connections (one
+ * replica per connection, every stream of the connection on it). The connection is a fixed hash
+ * of k, so a service's streams (k ≡ s mod services) do not all land on one connection or replica,
+ * as streams of one service come from many proxies. Except the first services × replicas streams:
+ * round m of them goes to replica m, so that each replica has one stream of every service before
+ * the rest open (the bench measures the index's memory there, per-stream memory after).
  */
 export function placeStream(
   k: number,
   procs: number,
   channels: number,
   replicas: number,
+  services: number,
 ): { proc: number; channel: number; replica: number } {
-  const proc = k % procs;
-  const channel = Math.floor(k / procs) % channels;
+  const conns = procs * channels;
+  let g = mix(k) % conns;
+  if (k < services * replicas) {
+    // Among the connections dialling replica m (g ≡ m mod replicas), one by the hash.
+    const m = Math.floor(k / services);
+    g = m + replicas * (mix(k) % (Math.floor((conns - 1 - m) / replicas) + 1));
+  }
+  const proc = Math.floor(g / channels);
+  const channel = g % channels;
   return { proc, channel, replica: replicaOfConnection(proc, channel, channels, replicas) };
+}
+
+/** A fixed 32-bit integer hash (lowbias32), as an unsigned number. */
+function mix(k: number): number {
+  let x = k >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x7feb352d);
+  x ^= x >>> 15;
+  x = Math.imul(x, 0x846ca68b);
+  x ^= x >>> 16;
+  return x >>> 0;
 }
 
 /** The replica connection `channel` of client process `proc` dials. */
