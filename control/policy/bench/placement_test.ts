@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { connectionsFor, placement, STREAMS_PER_CONNECTION } from "./placement.ts";
+import { streams } from "./scenario.ts";
 
 Deno.test("placement: connections numbered across processes, each dialling the next replica", () => {
   const p = placement([600, 600], 2);
@@ -27,4 +28,23 @@ Deno.test("placement: streams spread over replicas as the connections do", () =>
 Deno.test("placement: one replica holds every stream", () => {
   const p = placement([7, 300], 1);
   assert.ok(p.replicaOf.flat().every((r) => r === 0));
+});
+
+Deno.test("placement: at the goal size no change's streams are pinned to one replica of two", () => {
+  // Every change reaches a group of streams (one app's pods, or one Service's clients): a placement
+  // that follows the stream order could put a whole group on one replica, unlike many proxies.
+  const all = streams({ namespaces: 10, apps: 400, podsPerApp: 6, outPerSvc: 7 });
+  const shares = [0, 1].map((k) => all.filter((_, i) => i % 2 === k));
+  const p = placement(shares.map((s) => s.length), 2);
+  const groups = new Map<number, Set<number>>();
+  shares.forEach((share, k) =>
+    share.forEach((s, j) => {
+      if (s.group < 0) return;
+      let g = groups.get(s.group);
+      if (!g) groups.set(s.group, g = new Set());
+      g.add(p.replicaOf[k][j]);
+    })
+  );
+  assert.equal(groups.size, 800);
+  assert.equal([...groups.values()].filter((g) => g.size < 2).length, 0);
 });
