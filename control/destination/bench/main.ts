@@ -281,7 +281,8 @@ async function run(streams: number, label: string): Promise<Result> {
         cpuUsPerChange: cpuUs / changes,
         cpuUsPerChangePerStream: cpuUs / deliveries,
         cpuPercent: (cpuUs / 1000 / wall) * 100,
-        bytesPerEndpoint: (loaded[r].heapLoaded - loaded[r].heapEmpty) / (SERVICES * PER_SVC),
+        bytesPerEndpoint: (loaded[r].heapLoaded - loaded[r].heapEmpty - loaded[r].sourceBytes) /
+          (SERVICES * PER_SVC),
         indexBytesPerEndpoint: (oneEach[r].heap - loaded[r].heapLoaded) / (SERVICES * PER_SVC),
         bytesPerStream: perStream(all[r].heap - oneEach[r].heap, allOn[r], firstOn[r]),
         rssPerStream: perStream(all[r].rss - oneEach[r].rss, allOn[r], firstOn[r]),

@@ -153,7 +153,8 @@ export type ToReplica =
 
 export type FromReplica =
   /** Heap after GC before and after the cluster state was loaded (the caches). */
-  | { type: "loaded"; port: number; heapEmpty: number; heapLoaded: number }
+  /** sourceBytes: the fake API server's own heap for the same objects (not the controller's). */
+  | { type: "loaded"; port: number; heapEmpty: number; heapLoaded: number; sourceBytes: number }
   | { type: "heap"; heap: number; rss: number }
   | { type: "churning" }
   /** CPU µs since "churn", and the 5 ms timer's lateness p99 (event-loop lag). */

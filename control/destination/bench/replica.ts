@@ -32,6 +32,16 @@ let perService = 0;
 const epsOf = (s: number, gen: number) =>
   Array.from({ length: perService }, (_, i) => ({ ip: endpointIp(s, i, gen), pod: `p-${s}-${i}` }));
 
+function loadObjects(into: Fixture, services: number): void {
+  for (let s = 0; s < services; s++) {
+    into.apply("services", service("bench", `svc-${s}`));
+    for (let i = 0; i < perService; i++) {
+      into.apply("pods", pod("bench", `p-${s}-${i}`, endpointIp(s, i, 0), { meshed: true, sa: `sa-${s}` }));
+    }
+    into.apply("endpointslices", slice("bench", `svc-${s}`, epsOf(s, 0)));
+  }
+}
+
 let cpu0 = process.cpuUsage();
 let lags: number[] = [];
 let lagTimer: ReturnType<typeof setInterval> | undefined;
@@ -40,21 +50,22 @@ try {
   for await (const m of jsonLines<ToReplica>(Deno.stdin.readable)) {
     if (m.type === "load") {
       perService = m.perService;
+      // The fake API server lives in this process but is not the controller's memory: measure what the same
+      // objects cost in fakes alone (never started, so nothing else holds them) and report it to be subtracted.
+      const calibrate = heap();
+      let cal: Fixture | undefined = new Fixture();
+      loadObjects(cal, m.services);
+      const sourceBytes = heap() - calibrate;
+      cal = undefined;
       f.apply("namespaces", { metadata: { name: "bench" } });
       await f.start();
       await sleep(200);
       const heapEmpty = heap();
-      for (let s = 0; s < m.services; s++) {
-        f.apply("services", service("bench", `svc-${s}`));
-        for (let i = 0; i < perService; i++) {
-          f.apply("pods", pod("bench", `p-${s}-${i}`, endpointIp(s, i, 0), { meshed: true, sa: `sa-${s}` }));
-        }
-        f.apply("endpointslices", slice("bench", `svc-${s}`, epsOf(s, 0)));
-      }
+      loadObjects(f, m.services);
       await sleep(50);
       // The fake API server's replay history is not the controller's memory: keep it short.
       f.fake("endpointslices").historyLimit = 1000;
-      send({ type: "loaded", port: f.port, heapEmpty, heapLoaded: heap() });
+      send({ type: "loaded", port: f.port, heapEmpty, heapLoaded: heap(), sourceBytes });
     } else if (m.type === "heap") send({ type: "heap", heap: heap(), rss: Deno.memoryUsage().rss });
     else if (m.type === "churn") {
       cpu0 = process.cpuUsage();
