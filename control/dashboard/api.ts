@@ -23,7 +23,7 @@ import { chartWindowParam, kindParam, nameParam, namespaceParam, statWindowParam
 import { routePageRoutes } from "./api_route.ts";
 import { readPolicy } from "./policy.ts";
 import { liveRoutes } from "./routes_live.ts";
-import { directionSeries, gridEnd, gridFor } from "./series.ts";
+import { directionSeries, gridEnd, gridFor, gridHeader } from "./series.ts";
 import { ApiError, type ApiRoute, jsonResponse } from "./server.ts";
 import { sharedFor } from "./shared_answer.ts";
 
@@ -127,11 +127,7 @@ export function apiRoutes(s: Sources): Record<string, ApiRoute> {
         outbound ? rangeAll(prom, outbound, range, signal) : Promise.resolve(undefined),
       ]);
       return jsonResponse({
-        window: w.name,
-        start: g.start,
-        step: g.step,
-        count: g.count,
-        rateWindow: w.rateWindow,
+        ...gridHeader(w, g),
         inbound: directionSeries(inA, g, w.rateWindow),
         ...(outA ? { outbound: directionSeries(outA, g, w.rateWindow) } : {}),
       });

@@ -15,7 +15,7 @@ import type { Kube } from "../../manifests/kube.ts";
 import { chartWindowParam, kindParam, nameParam, namespaceParam } from "./params.ts";
 import { type RouteDirection, routeDirectionSeries, routeQueries, type RouteRef } from "./route_series.ts";
 import { readRoute, ROUTE_KINDS } from "./route_view.ts";
-import { gridEnd, gridFor } from "./series.ts";
+import { gridEnd, gridFor, gridHeader } from "./series.ts";
 import { ApiError, type ApiRoute, jsonResponse } from "./server.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -109,14 +109,7 @@ export function routePageRoutes(s: RouteSources): Record<string, ApiRoute> {
         >;
         out[d] = routeDirectionSeries(ref, d, byKey, g, w.rateWindow);
       }));
-      return jsonResponse({
-        window: w.name,
-        start: g.start,
-        step: g.step,
-        count: g.count,
-        rateWindow: w.rateWindow,
-        directions: out,
-      });
+      return jsonResponse({ ...gridHeader(w, g), directions: out });
     },
 
     pods: async (p) => {

@@ -177,8 +177,8 @@ export async function readPolicy(kube: Kube, t: Target): Promise<PolicyView> {
   });
 }
 
-/** A cluster without the Gateway API's CRDs has none of its routes. */
-async function listOrNone(kube: Kube, path: string): Promise<Json[]> {
+/** Lists a collection; a cluster without its CRD (e.g. the Gateway API's) has none of them. */
+export async function listOrNone(kube: Kube, path: string): Promise<Json[]> {
   try {
     return await kube.list<Json>(path);
   } catch (e) {

@@ -8,6 +8,7 @@
  */
 import type { Kube } from "../../manifests/kube.ts";
 import { type RouteDirection, routeDirections, type RouteRef } from "./route_series.ts";
+import { listOrNone } from "./policy.ts";
 import { ApiError } from "./server.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -318,16 +319,6 @@ export function routeView(
     directions: routeDirections(kind, parents.map((p) => p.kind)),
     policy: routePolicy(kind, name, namespace, parents, policyObjects),
   };
-}
-
-/** Lists a policy collection; a cluster without that CRD has none of them. */
-async function listOrNone(kube: Kube, path: string): Promise<Json[]> {
-  try {
-    return await kube.list<Json>(path);
-  } catch (e) {
-    if ((e as { status?: number }).status === 404) return [];
-    throw e;
-  }
 }
 
 /** Reads the route (`plural` is a page path's: httproutes, grpcroutes, serviceprofiles) and its policy. */

@@ -36,6 +36,11 @@ export function gridFor(w: ChartWindow, nowS: number): Grid {
   return { start: end - w.seconds, step: w.step, count: w.seconds / w.step + 1 };
 }
 
+/** What every chart answer starts with: the window's name, the grid and the rate window each point covers. */
+export function gridHeader(w: ChartWindow, g: Grid) {
+  return { window: w.name, start: g.start, step: g.step, count: g.count, rateWindow: w.rateWindow };
+}
+
 export function gridEnd(g: Grid): number {
   return g.start + (g.count - 1) * g.step;
 }

@@ -1,4 +1,5 @@
 // The dashboard's JSON API, GET only (the server refuses anything else).
+import { errorBox } from "./dom.js";
 
 export class ApiFailure extends Error {
   constructor(status, message) {
@@ -26,4 +27,17 @@ export async function getJSON(name, params = {}, signal) {
   }
   if (!res.ok) throw new ApiFailure(res.status, body?.error ?? `HTTP ${res.status}`);
   return body;
+}
+
+/**
+ * A page section's data: the endpoint's JSON, or undefined once the failure is shown in the section under its
+ * heading (its first child), tagged `test` for the browser tests. A page that was left is not a failure.
+ */
+export async function sectionData(section, name, params, signal, test) {
+  try {
+    return await getJSON(name, params, signal);
+  } catch (e) {
+    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, test));
+    return undefined;
+  }
 }

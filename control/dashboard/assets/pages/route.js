@@ -1,7 +1,7 @@
 // A route's page (HTTPRoute, GRPCRoute — Gateway API's or Linkerd's policy ones — or a ServiceProfile): golden
 // metrics per direction over a chosen window from the route-labelled families the proxies export, its parents,
 // matches, backends and filters, and the policy that applies.
-import { getJSON } from "../lib/api.js";
+import { getJSON, sectionData } from "../lib/api.js";
 import { directionCharts } from "../lib/golden.js";
 import { every } from "../lib/refresh.js";
 import { errorBox, h, table } from "../lib/dom.js";
@@ -87,13 +87,8 @@ function section(id, title, placeholder) {
 }
 
 async function loadCharts(section, q, signal) {
-  let data;
-  try {
-    data = await getJSON("route/series", q, signal);
-  } catch (e) {
-    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "series-error"));
-    return;
-  }
+  const data = await sectionData(section, "route/series", q, signal, "series-error");
+  if (!data) return;
   const parts = [
     section.firstChild,
     h(

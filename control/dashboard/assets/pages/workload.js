@@ -1,10 +1,10 @@
 // A workload's (or Service's) page: golden metrics as charts over a chosen window, inbound and outbound,
 // its route table (weft routes) and the inbound policy on its ports (Servers and their authorizations).
-import { getJSON } from "../lib/api.js";
+import { sectionData } from "../lib/api.js";
 import { directionCharts } from "../lib/golden.js";
 import { every } from "../lib/refresh.js";
 import { policyRouteHref, routeHref } from "../lib/route_links.js";
-import { errorBox, h, table } from "../lib/dom.js";
+import { h, table } from "../lib/dom.js";
 import { fmtLatency, fmtRps, fmtSuccess, successTone, workloadHref } from "../lib/format.js";
 
 const KIND_OF = {
@@ -82,13 +82,8 @@ export async function render(root, params, signal) {
 }
 
 async function loadCharts(section, q, signal) {
-  let data;
-  try {
-    data = await getJSON("series", q, signal);
-  } catch (e) {
-    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "series-error"));
-    return;
-  }
+  const data = await sectionData(section, "series", q, signal, "series-error");
+  if (!data) return;
   const parts = [
     section.firstChild,
     h(
@@ -112,13 +107,8 @@ async function loadCharts(section, q, signal) {
 }
 
 async function loadRoutes(section, q, signal) {
-  let data;
-  try {
-    data = await getJSON("routes", q, signal);
-  } catch (e) {
-    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "routes-error"));
-    return;
-  }
+  const data = await sectionData(section, "routes", q, signal, "routes-error");
+  if (!data) return;
   if (!data.rows.length) {
     section.replaceChildren(
       section.firstChild,
@@ -163,13 +153,8 @@ async function loadRoutes(section, q, signal) {
 }
 
 async function loadPods(section, q, signal) {
-  let data;
-  try {
-    data = await getJSON("pods", q, signal);
-  } catch (e) {
-    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "pods-error"));
-    return;
-  }
+  const data = await sectionData(section, "pods", q, signal, "pods-error");
+  if (!data) return;
   section.replaceChildren(
     section.firstChild,
     data.pods.length
@@ -196,13 +181,8 @@ async function loadPods(section, q, signal) {
 }
 
 async function loadPolicy(section, q, signal) {
-  let p;
-  try {
-    p = await getJSON("policy", q, signal);
-  } catch (e) {
-    if (!signal.aborted) section.replaceChildren(section.firstChild, errorBox(e.message, "policy-error"));
-    return;
-  }
+  const p = await sectionData(section, "policy", q, signal, "policy-error");
+  if (!p) return;
   const servers = p.servers.length
     ? table(
       ["Server", "Port", "Protocol", "Authorizations", "Routes"],
