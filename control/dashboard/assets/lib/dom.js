@@ -54,3 +54,13 @@ export function table(headers, rows, attrs = {}) {
 export function errorBox(message, test = "error") {
   return h("p", { class: "error", role: "alert", dataset: { test } }, message);
 }
+
+/** A page section: its heading (labelling it) and a placeholder paragraph until its data arrives. */
+export function section(id, title, placeholder) {
+  return h(
+    "section",
+    { "aria-labelledby": id },
+    h("h2", { id }, title),
+    h("p", { class: "muted" }, placeholder),
+  );
+}

@@ -1,6 +1,30 @@
 // One direction's golden-metric charts (success rate, RPS, p50/p95/p99), shared by the workload and route pages.
 import { lineChart } from "./chart.js";
+import { h } from "./dom.js";
 import { fmtLatency, fmtRps, fmtSuccess } from "./format.js";
+
+/** The chart windows the pages offer (the server's CHART_WINDOWS). */
+export const CHART_WINDOWS = ["5m", "15m", "1h", "6h"];
+
+/** The window picker: one link per window, `hrefOf(w)` its URL, the current one marked. */
+export function windowControls(current, hrefOf) {
+  return h(
+    "div",
+    { class: "controls" },
+    h("span", { id: "win-label" }, "Window"),
+    h(
+      "nav",
+      { class: "segmented", "aria-labelledby": "win-label", dataset: { test: "window-links" } },
+      CHART_WINDOWS.map((w) =>
+        h("a", {
+          href: hrefOf(w),
+          "aria-current": w === current ? "true" : undefined,
+          dataset: { test: "window-link", window: w },
+        }, w)
+      ),
+    ),
+  );
+}
 
 /** `d`: { success, rps, p50, p95, p99 } point arrays; `data`: { start, step } of the grid. */
 export function directionCharts(d, label, cls, data) {

@@ -2,13 +2,12 @@
 // metrics per direction over a chosen window from the route-labelled families the proxies export, its parents,
 // matches, backends and filters, and the policy that applies.
 import { getJSON, sectionData } from "../lib/api.js";
-import { directionCharts } from "../lib/golden.js";
+import { CHART_WINDOWS, directionCharts, windowControls } from "../lib/golden.js";
 import { every } from "../lib/refresh.js";
-import { errorBox, h, table } from "../lib/dom.js";
+import { errorBox, h, section, table } from "../lib/dom.js";
 import { workloadHref } from "../lib/format.js";
 
 const KIND_OF = { httproutes: "HTTPRoute", grpcroutes: "GRPCRoute", serviceprofiles: "ServiceProfile" };
-const WINDOWS = ["5m", "15m", "1h", "6h"];
 const DIRECTION_TEXT = {
   outbound: [
     "Outbound",
@@ -21,7 +20,7 @@ const DIRECTION_TEXT = {
 export async function render(root, params, signal) {
   const kind = KIND_OF[params.kinds];
   const { ns, name } = params;
-  const window = WINDOWS.includes(params.window) ? params.window : "15m";
+  const window = CHART_WINDOWS.includes(params.window) ? params.window : "15m";
   const rtRoute = kind === "ServiceProfile" ? params.route : undefined;
   document.title = `${rtRoute ?? name} · ${ns} · weft`;
   const query = (extra) => {
@@ -38,22 +37,7 @@ export async function render(root, params, signal) {
     rtRoute !== undefined
       ? h("p", { class: "muted" }, "A route of ServiceProfile ", h("a", { href: base }, name))
       : "",
-    h(
-      "div",
-      { class: "controls" },
-      h("span", { id: "win-label" }, "Window"),
-      h(
-        "nav",
-        { class: "segmented", "aria-labelledby": "win-label", dataset: { test: "window-links" } },
-        WINDOWS.map((w) =>
-          h("a", {
-            href: `${base}${query({ window: w })}`,
-            "aria-current": w === window ? "true" : undefined,
-            dataset: { test: "window-link", window: w },
-          }, w)
-        ),
-      ),
-    ),
+    windowControls(window, (w) => `${base}${query({ window: w })}`),
   );
   const charts = section("h-charts", "Golden metrics", "Querying…");
   const spec = section("h-spec", "Definition", "Reading…");
@@ -75,15 +59,6 @@ export async function render(root, params, signal) {
   const sq = { ...q, group: view.group, route: rtRoute, dir: view.directions.join(","), window };
   await loadCharts(charts, sq, signal);
   every(15_000, signal, charts, () => loadCharts(charts, sq, signal));
-}
-
-function section(id, title, placeholder) {
-  return h(
-    "section",
-    { "aria-labelledby": id },
-    h("h2", { id }, title),
-    h("p", { class: "muted" }, placeholder),
-  );
 }
 
 async function loadCharts(section, q, signal) {

@@ -1,10 +1,10 @@
 // A workload's (or Service's) page: golden metrics as charts over a chosen window, inbound and outbound,
 // its route table (weft routes) and the inbound policy on its ports (Servers and their authorizations).
 import { sectionData } from "../lib/api.js";
-import { directionCharts } from "../lib/golden.js";
+import { CHART_WINDOWS, directionCharts, windowControls } from "../lib/golden.js";
 import { every } from "../lib/refresh.js";
 import { policyRouteHref, routeHref } from "../lib/route_links.js";
-import { h, table } from "../lib/dom.js";
+import { h, section, table } from "../lib/dom.js";
 import { fmtLatency, fmtRps, fmtSuccess, successTone, workloadHref } from "../lib/format.js";
 
 const KIND_OF = {
@@ -14,60 +14,24 @@ const KIND_OF = {
   services: "service",
   pods: "pod",
 };
-const WINDOWS = ["5m", "15m", "1h", "6h"];
 /** Route and policy figures over this window: the chart window, capped at what /api/routes takes. */
 const ROUTE_WINDOW = { "5m": "5m", "15m": "15m", "1h": "1h", "6h": "1h" };
 
 export async function render(root, params, signal) {
   const kind = KIND_OF[params.kinds] ?? "deployment";
   const { ns, name } = params;
-  const window = WINDOWS.includes(params.window) ? params.window : "15m";
+  const window = CHART_WINDOWS.includes(params.window) ? params.window : "15m";
   document.title = `${name} · ${ns} · weft`;
   const base = `/namespaces/${encodeURIComponent(ns)}/${params.kinds}/${encodeURIComponent(name)}`;
   root.append(
     h("p", { class: "muted" }, h("a", { href: `/workloads?ns=${encodeURIComponent(ns)}` }, ns), ` / ${kind}`),
     h("h1", { dataset: { test: "workload-title" } }, name),
-    h(
-      "div",
-      { class: "controls" },
-      h("span", { id: "win-label" }, "Window"),
-      h(
-        "nav",
-        { class: "segmented", "aria-labelledby": "win-label", dataset: { test: "window-links" } },
-        WINDOWS.map((w) =>
-          h("a", {
-            href: `${base}?window=${w}`,
-            "aria-current": w === window ? "true" : undefined,
-            dataset: { test: "window-link", window: w },
-          }, w)
-        ),
-      ),
-    ),
+    windowControls(window, (w) => `${base}?window=${w}`),
   );
-  const charts = h(
-    "section",
-    { "aria-labelledby": "h-charts" },
-    h("h2", { id: "h-charts" }, "Golden metrics"),
-    h("p", { class: "muted" }, "Querying…"),
-  );
-  const routes = h(
-    "section",
-    { "aria-labelledby": "h-routes" },
-    h("h2", { id: "h-routes" }, "Routes"),
-    h("p", { class: "muted" }, "Querying…"),
-  );
-  const policy = h(
-    "section",
-    { "aria-labelledby": "h-policy" },
-    h("h2", { id: "h-policy" }, "Inbound policy"),
-    h("p", { class: "muted" }, "Reading…"),
-  );
-  const podList = h(
-    "section",
-    { "aria-labelledby": "h-pods" },
-    h("h2", { id: "h-pods" }, "Pods"),
-    h("p", { class: "muted" }, "Listing…"),
-  );
+  const charts = section("h-charts", "Golden metrics", "Querying…");
+  const routes = section("h-routes", "Routes", "Querying…");
+  const policy = section("h-policy", "Inbound policy", "Reading…");
+  const podList = section("h-pods", "Pods", "Listing…");
   root.append(charts, routes, ...(kind === "service" ? [] : [policy]), ...(kind === "pod" ? [] : [podList]));
   const q = { ns, kind, name };
   await Promise.all([
