@@ -174,14 +174,16 @@ export function computeEndpoints(
       continue;
     }
     let pod: Pod | undefined;
+    let fields = "";
     if (ref?.kind === "Pod" && ref.name) {
       const ns = ref.namespace ?? service.metadata.namespace ?? "";
       podKeys.add(`${ns}/${ref.name}`);
       pod = lookups.pod(ns, ref.name);
       // A slice can name a pod the pod informer has not seen yet; it is served once it has.
       if (!pod) continue;
+      fields = basisFields(ep);
       const before = prior.get(key);
-      if (before?.basis?.pod === pod && before.basis.fields === basisFields(ep)) {
+      if (before?.basis?.pod === pod && before.basis.fields === fields) {
         out.push(before);
         continue;
       }
@@ -199,7 +201,7 @@ export function computeEndpoints(
       podKey: pod ? `${pod.metadata.namespace}/${pod.metadata.name}` : undefined,
       addr: weightedAddr(ip, target, pod, zone, lookups, config),
       encoded: {},
-      basis: pod ? { fields: basisFields(ep), pod } : undefined,
+      basis: pod ? { fields, pod } : undefined,
     });
   }
   return {

@@ -129,26 +129,18 @@ interface ReplicaResult {
   loopLagP99: number;
 }
 
-interface Result {
-  streams: number;
+/** The run's figures: a replica's, taken over all replicas, and the run's own. */
+interface Result extends ReplicaResult {
   changes: number;
   samples: number;
-  lost: number;
   pending: number;
   skipped: number;
   resets: number;
-  p50: number;
-  p99: number;
   max: number;
   /** Summed over the replicas: what the control plane spends on a change. */
   cpuUsPerChange: number;
-  cpuUsPerChangePerStream: number;
   /** The busiest replica's CPU, in % of one core. */
   cpuPercent: number;
-  bytesPerEndpoint: number;
-  indexBytesPerEndpoint: number;
-  bytesPerStream: number;
-  rssPerStream: number;
   clockErrorMs: number;
   /** The worst replica's event-loop lag p99. */
   loopLagP99: number;
