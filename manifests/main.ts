@@ -13,7 +13,7 @@ import {
   serviceDnsNames,
 } from "./certs.ts";
 import { runChecks } from "./check.ts";
-import { formatResult } from "./check/result.ts";
+import { checkOutcome, formatResult } from "./check/result.ts";
 import { CONTROL_PLANE_DIR, deploy } from "./deploy.ts";
 import { type Manifest } from "./kinds.ts";
 import { Kube } from "./kube.ts";
@@ -284,14 +284,9 @@ export async function main(args: string[]): Promise<number> {
         issuerThresholdMs: a.issuerThresholdMs,
         onResult: (r) => console.log(formatResult(r)),
       });
-      const failed = results.filter((r) => r.outcome === "fail").length;
-      const warned = results.filter((r) => r.outcome === "warn").length;
-      console.log(
-        failed
-          ? `mesh:check: ${failed} of ${results.length} checks failed`
-          : `mesh:check: all ${results.length} checks passed${warned ? ` (${warned} warnings)` : ""}`,
-      );
-      return failed ? 1 : 0;
+      const outcome = checkOutcome(results);
+      console.log(outcome.line);
+      return outcome.code;
     }
     const progress = new Progress();
     if (a.command === "undeploy") {

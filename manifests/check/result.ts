@@ -41,3 +41,16 @@ export async function guarded(
     return result(group, name, "fail", (e as Error).message);
   }
 }
+
+/**
+ * mesh:check's last line and exit code: 1 when any check failed, whatever its group (a warning alone exits 0,
+ * as Linkerd's warnings do).
+ */
+export function checkOutcome(results: CheckResult[]): { code: number; line: string } {
+  const failed = results.filter((r) => r.outcome === "fail").length;
+  const warned = results.filter((r) => r.outcome === "warn").length;
+  return failed ? { code: 1, line: `mesh:check: ${failed} of ${results.length} checks failed` } : {
+    code: 0,
+    line: `mesh:check: all ${results.length} checks passed${warned ? ` (${warned} warnings)` : ""}`,
+  };
+}
