@@ -396,6 +396,32 @@ function egressTcpRoute(c: Ctx, route: TcpRoute): OpaqueRoute {
   return { metadata: routeMetadata(GATEWAY_GROUP, "TCPRoute", route), rules: [l4Rule(c, route)] };
 }
 
+/**
+ * Why `route` would be left out of the policy of EgressNetwork `en` on `port` (its conversion
+ * error), or undefined when it converts; for route status. The address only labels forward
+ * backends, so a placeholder stands in for the one a client would dial.
+ */
+export function egressRouteProblem(
+  store: PolicyStore,
+  cfg: PolicyConfig,
+  en: EgressNetwork,
+  kind: "HTTPRoute" | "GatewayHTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute",
+  route: HttpRoute | GrpcRoute | TlsRoute | TcpRoute,
+  port: number,
+): string | undefined {
+  const addr: TcpAddress = { port };
+  const c: Ctx = { store, cfg, en, addr, port, deflt: forwardBackend(en, addr, port, cfg) };
+  try {
+    if (kind === "GRPCRoute") egressGrpcRoute(c, route as GrpcRoute);
+    else if (kind === "TLSRoute") egressTlsRoute(c, route as TlsRoute);
+    else if (kind === "TCPRoute") egressTcpRoute(c, route as TcpRoute);
+    else egressHttpRoute(c, kind === "HTTPRoute" ? POLICY_GROUP : GATEWAY_GROUP, route as HttpRoute);
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
 const deny = (en: EgressNetwork) => en.spec?.trafficPolicy !== "Allow";
 
 function defaultName(proto: "http" | "grpc" | "tls" | "tcp", en: EgressNetwork): string {
