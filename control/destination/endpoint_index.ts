@@ -17,7 +17,6 @@ import type { DestinationConfig } from "./config.ts";
 import {
   type ClientPlace,
   computeEndpoints,
-  encodedAddr,
   type Endpoint,
   type EndpointSet,
   filterForClient,
@@ -25,7 +24,7 @@ import {
   type Lookups,
   sliceServiceName,
 } from "./endpoints.ts";
-import { encodeAdd, encodeNoEndpoints, encodeRemove } from "./frame.ts";
+import { encodeAdd, encodeNoEndpoints, encodeRemove, type LocatedAddr } from "./frame.ts";
 import type { EndpointSlice, Pod, Service } from "./k8s_types.ts";
 
 export interface Subscriber {
@@ -324,14 +323,16 @@ export class EndpointIndex {
     }
     const visible = filterForClient(set, view.client);
     const next = new Map<string, Endpoint>();
-    const added: Uint8Array[] = [];
+    const added: LocatedAddr[] = [];
     for (const e of visible) {
       next.set(e.key, e);
       const old = view.snapshot.get(e.key);
       // The same object: built from unchanged inputs, so the same bytes.
       if (old === e) continue;
-      const bytes = encodedAddr(e, localityOf(e, view.client));
-      if (!old || !sameBytes(encodedAddr(old, localityOf(old, view.client)), bytes)) added.push(bytes);
+      const locality = localityOf(e, view.client);
+      if (!old || locality !== localityOf(old, view.client) || !sameBytes(old.base, e.base)) {
+        added.push({ base: e.base, locality });
+      }
     }
     const removed = [];
     for (const [key, old] of view.snapshot) if (!next.has(key)) removed.push(toTcpAddress(old.ip, old.port));
@@ -420,8 +421,10 @@ export class EndpointIndex {
     else if (view.snapshot.size === 0) sub.push(encodeNoEndpoints(true));
     else {
       if (!view.fullAdd) {
-        const all: Uint8Array[] = [];
-        for (const e of view.snapshot.values()) all.push(encodedAddr(e, localityOf(e, view.client)));
+        const all: LocatedAddr[] = [];
+        for (const e of view.snapshot.values()) {
+          all.push({ base: e.base, locality: localityOf(e, view.client) });
+        }
         view.fullAdd = encodeAdd(all, this.#setLabels(t));
       }
       sub.push(view.fullAdd);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { Update } from "../../proto/gen/destination.ts";
+import { Update, WeightedAddr } from "../../proto/gen/destination.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import { type EventSource, FakeEventSource, type KubeObject, type ResourceRef } from "../k8s/mod.ts";
 import { ClusterState } from "./cluster_state.ts";
@@ -167,9 +167,9 @@ Deno.test("endpoint reuse: unchanged endpoints keep their object and bytes; pod,
     const podChanged = compute(again, 0);
     assert.equal(podChanged.endpoints[0], first.endpoints[0]);
     assert.notEqual(podChanged.endpoints[1], first.endpoints[1]);
-    assert.equal(podChanged.endpoints[1].addr.metricLabels.serviceaccount, "other");
+    assert.equal(WeightedAddr.decode(podChanged.endpoints[1].base).metricLabels.serviceaccount, "other");
     const fresh = compute(undefined, 0);
-    assert.deepEqual(podChanged.endpoints.map((e) => e.addr), fresh.endpoints.map((e) => e.addr));
+    assert.deepEqual(podChanged.endpoints.map((e) => e.base), fresh.endpoints.map((e) => e.base));
 
     // A slice field the address reads (zone) rebuilds that endpoint.
     t.apply(
@@ -179,7 +179,7 @@ Deno.test("endpoint reuse: unchanged endpoints keep their object and bytes; pod,
     await settle();
     const zoned = compute(podChanged, 0);
     assert.notEqual(zoned.endpoints[0], podChanged.endpoints[0]);
-    assert.equal(zoned.endpoints[0].addr.metricLabels.zone, "z1");
+    assert.equal(WeightedAddr.decode(zoned.endpoints[0].base).metricLabels.zone, "z1");
     assert.equal(zoned.endpoints[1], podChanged.endpoints[1]);
 
     // Another generation (a namespace, node, owner or Server changed): nothing is reused.

@@ -10,6 +10,7 @@ import { WeightedAddr } from "../../proto/gen/destination.ts";
 import { toTcpAddress } from "../../proto/ip.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import type { DestinationConfig } from "./config.ts";
+import type { Locality } from "./frame.ts";
 import type { EndpointSlice, Pod, Server, Service, SliceEndpoint } from "./k8s_types.ts";
 import type { ExternalWorkload } from "../k8s/external_workload.ts";
 import {
@@ -29,10 +30,11 @@ import {
   proxyMetaPort,
 } from "./workload.ts";
 
+/** The address message, for modules that build one without importing generated code. */
+export type { WeightedAddr };
+
 export const DEFAULT_WEIGHT = 10000;
 export const ZONE_LABEL = "topology.kubernetes.io/zone";
-
-export type Locality = "local" | "remote" | "unknown";
 
 export interface Endpoint {
   /** `ip:port`, the identity of the address in diffs. */
@@ -44,10 +46,12 @@ export interface Endpoint {
   /** Zones this endpoint is hinted for; undefined when the slice gives no hint. */
   forZones?: string[];
   podKey?: string;
-  /** Without `zone_locality`, which depends on the client. */
-  addr: WeightedAddr;
-  /** Encoded WeightedAddr per client locality, filled on first use and shared by all views. */
-  encoded: Partial<Record<Locality, Uint8Array>>;
+  /**
+   * The encoded WeightedAddr without `zone_locality`, which depends on the client: frames append
+   * that one map entry per client locality (see frame.ts). Only the bytes are kept, not the
+   * message object they were encoded from, so an endpoint costs its wire size plus this record.
+   */
+  base: Uint8Array;
   /** The slice fields and pod object it was built from: while they are the same it is reused. */
   basis?: { fields: string; pod: Pod };
 }
@@ -168,8 +172,8 @@ export function computeEndpoints(
         port: target,
         zone,
         forZones: ep.hints?.forZones?.length ? ep.hints.forZones.map((z) => z.name) : undefined,
-        addr: externalWorkloadAddr(ew, ip, target, zone, lookups.servers(ns), config),
-        encoded: {},
+        base: WeightedAddr.encode(externalWorkloadAddr(ew, ip, target, zone, lookups.servers(ns), config))
+          .finish(),
       });
       continue;
     }
@@ -199,8 +203,7 @@ export function computeEndpoints(
       zone,
       forZones,
       podKey: pod ? `${pod.metadata.namespace}/${pod.metadata.name}` : undefined,
-      addr: weightedAddr(ip, target, pod, zone, lookups, config),
-      encoded: {},
+      base: WeightedAddr.encode(weightedAddr(ip, target, pod, zone, lookups, config)).finish(),
       basis: pod ? { fields, pod } : undefined,
     });
   }
@@ -286,14 +289,4 @@ export function filterForClient(set: EndpointSet, client: ClientPlace): Endpoint
 export function localityOf(e: Endpoint, client: ClientPlace): Locality {
   if (!client.zone || !e.zone) return "unknown";
   return e.zone === client.zone ? "local" : "remote";
-}
-
-/** Encoded WeightedAddr for a client locality; computed once per endpoint and locality. */
-export function encodedAddr(e: Endpoint, locality: Locality): Uint8Array {
-  let bytes = e.encoded[locality];
-  if (!bytes) {
-    const addr = { ...e.addr, metricLabels: { ...e.addr.metricLabels, zone_locality: locality } };
-    bytes = e.encoded[locality] = WeightedAddr.encode(addr).finish();
-  }
-  return bytes;
 }

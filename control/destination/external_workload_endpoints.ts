@@ -27,14 +27,12 @@ import {
 import { selects } from "../k8s/label_selector.ts";
 import { DEFAULT_INBOUND_PORT, type DestinationConfig } from "./config.ts";
 import type { Server, Service, SliceEndpoint } from "./k8s_types.ts";
-import type { Endpoint } from "./endpoints.ts";
+import type { WeightedAddr } from "./endpoints.ts";
 import { opaquePortList, portListHas } from "./port_list.ts";
 
 export const EXTERNAL_WORKLOAD_KIND = "ExternalWorkload";
 const ZONE_LABEL = "topology.kubernetes.io/zone";
 const WEIGHT = 10000;
-
-type WeightedAddr = Endpoint["addr"];
 
 /** Whether the Service's selector picks the workload; a Service without one picks none. */
 export function serviceSelects(service: Service, ew: ExternalWorkload): boolean {

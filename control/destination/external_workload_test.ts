@@ -5,12 +5,11 @@
 import assert from "node:assert/strict";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import type { KubeObject } from "../k8s/mod.ts";
-import type { Endpoint } from "./endpoints.ts";
+import type { WeightedAddr } from "./endpoints.ts";
 import { Fixture, service, slice } from "./testing.ts";
 
 // The message types, through the fixture (generated code is imported only by contract modules).
 type Update = Awaited<ReturnType<ReturnType<Fixture["get"]>["next"]>>;
-type WeightedAddr = Endpoint["addr"];
 
 const SVC = "legacy.ns.svc.cluster.local";
 const SPIFFE = "spiffe://root.linkerd.cluster.local/vm-a";

@@ -4,16 +4,29 @@ import { toTcpAddress } from "../../proto/ip.ts";
 import { encodeAdd } from "./frame.ts";
 import { parseContextToken, parseTarget } from "./path.ts";
 
-Deno.test("encodeAdd from pre-encoded addresses decodes as the same Update", () => {
-  const addrs: WeightedAddr[] = Array.from({ length: 40 }, (_, i) => ({
+Deno.test("encodeAdd from pre-encoded addresses decodes as the same Update, zone_locality per address", () => {
+  const localities = ["local", "remote", "unknown"] as const;
+  const plain: WeightedAddr[] = Array.from({ length: 40 }, (_, i) => ({
     addr: toTcpAddress(`10.0.${i}.1`, 8080),
     weight: 10000,
-    metricLabels: { pod: `p-${"x".repeat(i * 5)}` },
+    metricLabels: { pod: `p-${"x".repeat(i * 5)}`, zone: "z1" },
+    tlsIdentity: {
+      strategy: {
+        $case: "dnsLikeIdentity",
+        value: { name: `sa${i}.ns.serviceaccount.identity.l.cluster.local` },
+      },
+      serverName: { name: `sa${i}.ns.serviceaccount.identity.l.cluster.local` },
+    },
   }));
-  const bytes = encodeAdd(addrs.map((a) => WeightedAddr.encode(a).finish()), {
-    service: "s",
-    namespace: "n",
-  });
+  const bytes = encodeAdd(
+    plain.map((a, i) => ({ base: WeightedAddr.encode(a).finish(), locality: localities[i % 3] })),
+    { service: "s", namespace: "n" },
+  );
+  // The label goes after the address's other fields on the wire; decoded, it is one more label.
+  const addrs = plain.map((a, i) => ({
+    ...a,
+    metricLabels: { ...a.metricLabels, zone_locality: localities[i % 3] },
+  }));
   const expected: Update = {
     update: { $case: "add", value: { addrs, metricLabels: { service: "s", namespace: "n" } } },
   };
