@@ -393,6 +393,23 @@ Deno.test({
         1,
       );
       assert.ok(metric(ma, "route_retryable_total", rt) >= 1);
+      // The override's balancer in Linkerd's balancer families: parent the profile's Service, backend the
+      // override's, as linkerd2-proxy names them from the authorities; three attempts (two, then one).
+      const bal = {
+        parent_kind: "Service",
+        parent_namespace: "default",
+        parent_name: "prof",
+        parent_port: "7014",
+        backend_kind: "Service",
+        backend_name: "two",
+        backend_port: "7002",
+      };
+      assert.equal(
+        metric(ma, "outbound_http_balancer_queue_requests_total", bal),
+        3,
+        ma.split("\n").filter((l) => l.startsWith("outbound_http_balancer_queue_requests")).join("\n"),
+      );
+      assert.equal(metric(ma, "outbound_http_balancer_endpoints", { ...bal, endpoint_state: "ready" }), 1);
     });
 
     await m.step(t, "metrics count requests with direction, TLS and identities", async () => {

@@ -3,9 +3,10 @@
  * (network namespaces a and b with init's iptables rules, the control plane served in this
  * process): the policy route and route-backend families of a policy-routed HTTP request and of
  * gRPC calls on a GRPCRoute (grpc_status from the trailers), the balancer
- * endpoints gauge against the endpoints discovery announced, the TCP metrics of the connections
- * carrying HTTP to an endpoint, and the bytes of an inbound HTTP connection while it is still
- * open. Skipped when not root.
+ * endpoints gauge against the endpoints discovery announced and the balancer's queue, gate and p2c
+ * families, the TCP metrics of the connections carrying HTTP to an endpoint and of the app's own
+ * connections to its proxy (peer="src"), and the bytes of an inbound HTTP connection while it is
+ * still open. Skipped when not root.
  */
 import assert from "node:assert/strict";
 import {
@@ -252,6 +253,24 @@ Deno.test({
         ma.split("\n").filter((l) => l.startsWith("outbound_http_balancer")).join("\n"),
       );
       assert.equal(metric(ma, "outbound_http_balancer_endpoints", { ...g, endpoint_state: "pending" }), 0);
+      // The queue, gate and p2c families of the same balancer: every attempt so far (20 + the retried
+      // request's two) entered its queue and found an endpoint at once.
+      const q = (name: string, extra: Record<string, string> = {}) =>
+        metric(ma, `outbound_http_balancer_${name}`, { ...g, ...extra });
+      assert.equal(q("p2c_endpoints"), endpoints.length);
+      assert.ok(q("p2c_updates_total", { op: "Add" }) >= endpoints.length);
+      assert.equal(q("queue_length"), 0);
+      assert.equal(
+        q("queue_requests_total"),
+        22,
+        ma.split("\n").filter((l) => l.includes("_queue_")).join("\n"),
+      );
+      assert.equal(q("queue_latency_seconds_count"), 22);
+      assert.equal(q("queue_latency_seconds_bucket", { le: "3" }), 22);
+      assert.equal(q("queue_gate_open_total"), 1);
+      assert.equal(q("queue_gate_shut_total"), 0);
+      assert.equal(q("queue_gate_timeout_seconds"), 1, "the backend's failfast timeout");
+      assert.ok(q("queue_gate_open_time_seconds") > 0);
       cp.setEndpoints(WEB, [endpoints[0]]);
       await until("the gauge to follow discovery down to 1", async () => {
         await load(1, "/after-removal");
@@ -259,6 +278,9 @@ Deno.test({
         return metric(text, "outbound_http_balancer_endpoints", { ...g, endpoint_state: "ready" }) === 1 ||
           undefined;
       });
+      const after = await metrics("a");
+      assert.equal(metric(after, "outbound_http_balancer_p2c_endpoints", g), 1);
+      assert.ok(metric(after, "outbound_http_balancer_p2c_updates_total", { ...g, op: "Remove" }) >= 1);
       cp.setEndpoints(WEB, endpoints);
     });
 
@@ -285,6 +307,11 @@ Deno.test({
             1,
           "the endpoint's Destination labels as dst_*",
         );
+        // The application's own connections to the outbound proxy, as Linkerd's outbound server counts them.
+        const src = { direction: "outbound", peer: "src", tls: "no_identity", no_tls_reason: "loopback" };
+        assert.ok(metric(ma, "tcp_open_total", { ...src, target_addr: `${B.ip}:7001` }) >= 1);
+        assert.ok(metric(ma, "tcp_read_bytes_total", { ...src, target_addr: `${B.ip}:7001` }) > 0);
+        assert.ok(metric(ma, "tcp_write_bytes_total", { ...src, target_addr: `${B.ip}:7001` }) > 0);
       },
     );
 

@@ -54,6 +54,55 @@ export const DEFAULT_QUEUE: Readonly<QueueConfig> = { capacity: 10_000, failfast
 
 export type BalancerEvent = "eject" | "eject_deferred" | "probation" | "restore";
 
+/** Upper bounds (seconds) of the queue latency histogram: linkerd2-proxy's balancer queue buckets. */
+export const QUEUE_LATENCY_BOUNDS: readonly number[] = [0.0005, 0.005, 0.05, 0.5, 1, 3];
+
+/**
+ * What a balancer counts for Linkerd's `outbound_http_balancer_{queue,p2c}_*` families: plain fields
+ * updated in place, so a request adds increments and no object. One instance may be shared by the
+ * balancers of one parent and backend (as Linkerd's families share a series per label set), so the
+ * counters survive a balancer being rebuilt.
+ */
+export class BalancerStats {
+  /** Requests that entered the queue: every request given to the balancer that was not refused at once. */
+  queueRequests = 0;
+  /** Time spent in the queue: counts per `QUEUE_LATENCY_BOUNDS` bucket (not cumulative; last is +Inf). */
+  readonly queueLatency: number[] = new Array(QUEUE_LATENCY_BOUNDS.length + 1).fill(0);
+  queueLatencySum = 0;
+  /** Failfast gate: opened (at creation and on leaving failfast) and shut (on entering it) counts. */
+  gateOpens = 0;
+  gateShuts = 0;
+  /** Unix seconds of the last open / shut; the other one is 0, as Linkerd's gauges. */
+  gateOpenTime = 0;
+  gateShutTime = 0;
+  /** The failfast timeout, seconds. */
+  gateTimeout = 0;
+  /** Endpoint set changes: one per endpoint added or changed, one per endpoint removed. */
+  updatesAdd = 0;
+  updatesRemove = 0;
+
+  /** A request that left the queue (served, failed by failfast, or given up) after `seconds`. */
+  dequeued(seconds: number): void {
+    const b = QUEUE_LATENCY_BOUNDS;
+    let i = 0;
+    while (i < b.length && seconds > b[i]) i++;
+    this.queueLatency[i]++;
+    this.queueLatencySum += seconds;
+  }
+
+  gateOpen(): void {
+    this.gateOpens++;
+    this.gateOpenTime = Date.now() / 1000;
+    this.gateShutTime = 0;
+  }
+
+  gateShut(): void {
+    this.gateShuts++;
+    this.gateShutTime = Date.now() / 1000;
+    this.gateOpenTime = 0;
+  }
+}
+
 export interface BalancerOptions {
   /** For error messages (e.g. the Destination.Get path). */
   name?: string;
@@ -65,6 +114,8 @@ export interface BalancerOptions {
   rng?: Rng;
   /** Endpoint breaker transitions, for logs and metrics; must not throw or block. */
   onEvent?: (event: BalancerEvent, key: string) => void;
+  /** Where the queue and endpoint-update counts go (shared per parent and backend); default: its own. */
+  stats?: BalancerStats;
 }
 
 export type EndpointState = "ready" | "ejected" | "probation" | "probing";
@@ -97,6 +148,8 @@ interface Waiter<T> {
   signal: AbortSignal | undefined;
   onAbort: (() => void) | undefined;
   settled: boolean;
+  /** When it entered the queue (the balancer clock). */
+  t0: number;
 }
 
 /** One request's hold on an endpoint. */
@@ -159,6 +212,7 @@ class Core<T> {
   readonly accrual: FailureAccrualConfig | undefined;
   readonly minReady: number;
   readonly onEvent: BalancerOptions["onEvent"];
+  readonly stats: BalancerStats;
   readonly entries = new Map<string, Entry<T>>();
   readonly ready: Entry<T>[] = [];
   waiters: Waiter<T>[] = [];
@@ -177,6 +231,10 @@ class Core<T> {
     this.accrual = o.accrual;
     this.minReady = Math.max(1, o.accrual?.minReady ?? 1);
     this.onEvent = o.onEvent;
+    this.stats = o.stats ?? new BalancerStats();
+    // A new balancer's gate starts open, as Linkerd's failfast gate does.
+    this.stats.gateTimeout = this.queue.failfastMs / 1000;
+    this.stats.gateOpen();
   }
 
   addReady(e: Entry<T>): void {
@@ -278,14 +336,19 @@ class Core<T> {
   /** Something became ready: leave failfast and serve waiters in order. */
   becameReady(): void {
     if (this.ready.length === 0) return;
-    this.failfast = false;
+    if (this.failfast) {
+      this.failfast = false;
+      this.stats.gateOpen();
+    }
     if (this.waiting === 0) return;
     let served = false;
+    const now = this.clock.now();
     while (this.waiting > 0 && this.ready.length > 0) {
       const w = this.waiters[this.head++];
       if (w.settled) continue;
-      const lease = this.pick()!;
+      const lease = this.pick(now)!;
       this.settle(w);
+      this.stats.dequeued((now - w.t0) / 1000);
       w.resolve(lease);
       served = true;
     }
@@ -346,22 +409,36 @@ class Core<T> {
     );
   }
 
-  enterFailfast(): void {
+  /** Fails every waiter; `shut` (the failfast timer, not `close`) counts as the gate shutting. */
+  enterFailfast(shut = true): void {
+    if (shut && !this.failfast) this.stats.gateShut();
     this.failfast = true;
     const err = this.unavailable();
     const ws = this.waiters;
+    const now = this.head < ws.length ? this.clock.now() : 0;
     for (let i = this.head; i < ws.length; i++) {
       const w = ws[i];
       if (w.settled) continue;
       this.settle(w);
+      this.stats.dequeued((now - w.t0) / 1000);
       w.reject(err);
     }
     this.compact();
   }
 
+  /** A request given to the balancer and served at once: it passed the queue without waiting. */
+  servedAtOnce(): void {
+    const s = this.stats;
+    s.queueRequests++;
+    s.queueLatency[0]++;
+  }
+
   acquire(signal: AbortSignal | undefined): Promise<Lease<T>> {
     const lease = this.pick();
-    if (lease) return Promise.resolve(lease);
+    if (lease) {
+      this.servedAtOnce();
+      return Promise.resolve(lease);
+    }
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.failfast || this.closed) return Promise.reject(this.unavailable());
     if (this.waiting >= this.queue.capacity) {
@@ -374,12 +451,21 @@ class Core<T> {
         ),
       );
     }
+    this.stats.queueRequests++;
     return new Promise<Lease<T>>((resolve, reject) => {
-      const w: Waiter<T> = { resolve, reject, signal, onAbort: undefined, settled: false };
+      const w: Waiter<T> = {
+        resolve,
+        reject,
+        signal,
+        onAbort: undefined,
+        settled: false,
+        t0: this.clock.now(),
+      };
       if (signal) {
         w.onAbort = () => {
           if (w.settled) return;
           this.settle(w);
+          this.stats.dequeued((this.clock.now() - w.t0) / 1000);
           this.compact();
           reject(signal.reason);
         };
@@ -409,18 +495,23 @@ export class Balancer<T> {
       e.cancelTimer = undefined;
       c.removeReady(e);
       c.entries.delete(key);
+      c.stats.updatesRemove++;
     }
     let added = false;
     const now = c.clock.now();
     for (const [key, value] of endpoints) {
       const e = c.entries.get(key);
       if (e) {
-        if (e.value !== value) e.value = value;
+        if (e.value !== value) {
+          e.value = value;
+          c.stats.updatesAdd++;
+        }
         continue;
       }
       const fresh = new Entry(key, value, c.ewma, now);
       c.entries.set(key, fresh);
       c.addReady(fresh);
+      c.stats.updatesAdd++;
       added = true;
     }
     if (added) c.becameReady();
@@ -431,7 +522,10 @@ export class Balancer<T> {
    * balancer clock's reading, e.g. shared with latency metrics) saves a clock read.
    */
   pick(now?: number): Lease<T> | undefined {
-    return this.#core.pick(now);
+    const c = this.#core;
+    const lease = c.pick(now);
+    if (lease) c.servedAtOnce();
+    return lease;
   }
 
   /** `pick()`, or wait in the queue; rejects with HttpError 503 or the signal's reason. */
@@ -452,6 +546,16 @@ export class Balancer<T> {
   /** Requests waiting in the queue. */
   get waiting(): number {
     return this.#core.waiting;
+  }
+
+  /** Queue and endpoint-update counts (`outbound_http_balancer_*`). */
+  get stats(): BalancerStats {
+    return this.#core.stats;
+  }
+
+  /** The failfast timeout, ms. */
+  get failfastMs(): number {
+    return this.#core.queue.failfastMs;
   }
 
   /** True while new requests fail at once (see the module comment). */
@@ -478,7 +582,7 @@ export class Balancer<T> {
       e.cancelTimer?.();
       e.cancelTimer = undefined;
     }
-    c.enterFailfast();
+    c.enterFailfast(false);
     c.stopFailfastTimer();
   }
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { FakeClock } from "../../proto/support/fake_clock.ts";
 import { HttpError } from "../http/message.ts";
-import { Balancer, type BalancerEvent, type Lease } from "./balancer.ts";
+import { Balancer, type BalancerEvent, BalancerStats, type Lease } from "./balancer.ts";
 import { seededRng } from "../core/rng.ts";
 
 const flush = () => new Promise((r) => setTimeout(r, 0));
@@ -342,4 +342,55 @@ Deno.test("balancer queue: 'failfast' when endpoints exist but none becomes avai
   assert.equal(b.stateOf("a"), "probation");
   const l = await b.acquire();
   assert.equal(l.probe, true);
+});
+
+Deno.test("balancer stats: queue requests and latency, failfast gate, endpoint updates; shared per label set", async () => {
+  const clock = new FakeClock();
+  const stats = new BalancerStats();
+  const b = new Balancer<{ addr: string }>({ clock, queue: { capacity: 10, failfastMs: 1_000 }, stats });
+  assert.equal(stats.gateOpens, 1, "a new balancer's gate starts open");
+  assert.ok(stats.gateOpenTime > 0 && stats.gateShutTime === 0);
+  assert.equal(stats.gateTimeout, 1);
+
+  // Two requests wait 0.2 s for the first endpoint; a third is served at once.
+  const waiting = [b.acquire(), b.acquire()];
+  assert.equal(stats.queueRequests, 2);
+  clock.advance(200);
+  b.update(endpoints("a", "b"));
+  (await Promise.all(waiting)).forEach((l) => l.done(true));
+  b.pick()!.done(true);
+  assert.equal(stats.queueRequests, 3);
+  assert.equal(stats.updatesAdd, 2);
+  // Buckets 0.0005, 0.005, 0.05, 0.5, 1, 3, +Inf: one at once, two at 0.2 s.
+  assert.deepEqual(stats.queueLatency, [1, 0, 0, 2, 0, 0, 0]);
+  assert.ok(Math.abs(stats.queueLatencySum - 0.4) < 1e-9);
+
+  // No endpoint: a waiter is failed by failfast after 1 s, which shuts the gate; requests in failfast are
+  // refused at once and never enter the queue (Linkerd's shut gate sheds them before the queue).
+  b.update(endpoints());
+  assert.equal(stats.updatesRemove, 2);
+  const failed = b.acquire();
+  clock.advance(1_000);
+  await assert.rejects(failed, (e: HttpError) => e.reason === "no_endpoints");
+  assert.equal(stats.gateShuts, 1);
+  assert.ok(stats.gateShutTime > 0 && stats.gateOpenTime === 0);
+  await assert.rejects(b.acquire());
+  assert.equal(stats.queueRequests, 4);
+  assert.equal(stats.queueLatency[4], 1, "the failed waiter waited 1 s");
+  // An endpoint reopens the gate; a changed value counts as an add, an unchanged one does not.
+  b.update(endpoints("a"));
+  assert.equal(stats.gateOpens, 2);
+  assert.ok(stats.gateOpenTime > 0 && stats.gateShutTime === 0);
+  b.update(new Map([["a", { addr: "a2" }]]));
+  assert.equal(stats.updatesAdd, 4);
+
+  // A rebuilt balancer with the same stats keeps counting; closing it does not count a shut gate.
+  b.close();
+  assert.equal(stats.gateShuts, 1);
+  const again = new Balancer<{ addr: string }>({ clock, stats });
+  again.update(endpoints("a"));
+  again.pick()!.done(true);
+  assert.equal(stats.queueRequests, 5);
+  assert.equal(stats.gateOpens, 3);
+  again.close();
 });

@@ -107,13 +107,13 @@ Deno.test({
     assert.equal(await inboundOpens("dual") - before, 2, "the proxy counted both inbound connections");
 
     // The app's own outbound IPv6 goes through the outbound proxy ([::1]:4140) and arrives.
-    const outBefore = metric(await metrics("dual"), "tcp_open_total", { direction: "outbound" });
+    const outBefore = metric(await metrics("dual"), "tcp_open_total", { direction: "outbound", peer: "dst" });
     // (`stream` keeps its side open while it sends: `client` half-closes at once, which the outbound
     // proxy's protocol detection does not carry through today, over IPv4 as over IPv6.)
     const out6 = await app("dual", "stream", `${client.v6}:9090`, "2", "100");
     assert.ok(out6.ok, `outbound IPv6: ${JSON.stringify(out6)}`);
     assert.equal(out6.data, `peer=${dual.v6}\nline0\nline1\n`);
-    const outAfter = metric(await metrics("dual"), "tcp_open_total", { direction: "outbound" });
+    const outAfter = metric(await metrics("dual"), "tcp_open_total", { direction: "outbound", peer: "dst" });
     assert.equal(outAfter - outBefore, 1, "the outbound proxy carried the app's IPv6 connection");
 
     // IPv6 off: IPv6 is not redirected and reaches the app directly; IPv4 is proxied.

@@ -214,6 +214,24 @@ export class Outbound {
     return { resolved, done };
   }
 
+  /**
+   * The application's connection in the TCP families as Linkerd's outbound server counts it
+   * (`peer="src"`, plaintext from loopback); its bytes are read from the socket at scrape and close.
+   */
+  #countAccepted(sock: net.Socket, target: string): void {
+    const rec = this.#o.metrics.open({
+      direction: "outbound",
+      peer: "src",
+      tls: "no_identity",
+      no_tls_reason: "loopback",
+      target_addr: target,
+    });
+    rec.track(sock);
+    let errno: string | undefined;
+    sock.on("error", (e: Error & { code?: string }) => errno ??= e.code);
+    sock.once("close", () => rec.close(errno));
+  }
+
   async #handle(sock: net.Socket): Promise<void> {
     const o = this.#o;
     let dst;
@@ -228,6 +246,7 @@ export class Outbound {
       this.#fail(sock, "loop", target, "connection addressed to the proxy itself");
       return;
     }
+    this.#countAccepted(sock, target);
     let http: "http1" | "http2" | undefined;
     let policy: OutboundView | undefined;
     try {

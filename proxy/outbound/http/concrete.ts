@@ -12,7 +12,13 @@ import type { ProfileView } from "../../discovery/profile_view.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { StreamSeries } from "../../metrics/http_route_metrics.ts";
 import { endpointTarget, type Target } from "../resolve.ts";
-import { Balancer, type FailureAccrualConfig, type Lease, type QueueConfig } from "../../balance/balancer.ts";
+import {
+  Balancer,
+  type BalancerStats,
+  type FailureAccrualConfig,
+  type Lease,
+  type QueueConfig,
+} from "../../balance/balancer.ts";
 import { preciseClock } from "../../core/clock.ts";
 import type { PeakEwmaConfig } from "../../balance/peak_ewma.ts";
 import type { Rng } from "../../core/rng.ts";
@@ -63,7 +69,13 @@ export class BackendState {
   constructor(
     name: string,
     source: BackendSource,
-    cfg: { ewma: PeakEwmaConfig; queue: QueueConfig; accrual: FailureAccrualConfig | undefined },
+    cfg: {
+      ewma: PeakEwmaConfig;
+      queue: QueueConfig;
+      accrual: FailureAccrualConfig | undefined;
+      /** The parent and backend's `outbound_http_balancer_*` counts, when they are exported. */
+      stats?: BalancerStats;
+    },
     deps: ConcreteDeps,
   ) {
     this.#deps = deps;
@@ -76,6 +88,7 @@ export class BackendState {
       accrual: cfg.accrual,
       clock: this.#clock,
       rng: deps.rng,
+      stats: cfg.stats,
     });
     // A forward without mesh metadata asks Destination about that address (as the L4 path does).
     const path = source.kind === "path"

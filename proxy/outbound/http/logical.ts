@@ -18,7 +18,7 @@ import type { WatchHandle } from "../../discovery/shared_watch.ts";
 import type { Log } from "../../core/log.ts";
 import { httpErrorKind, recordRequests, type RouteMetrics } from "../../metrics/http_metrics.ts";
 import { hostOf, type HttpRouteMetrics, type StreamSeries } from "../../metrics/http_route_metrics.ts";
-import type { BalancerMetrics } from "../../metrics/balancer_metrics.ts";
+import { type BalancerMetrics, profileServiceRef } from "../../metrics/balancer_metrics.ts";
 import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import type { SocketAddr } from "../../transport/orig_dst.ts";
 import { DEFAULT_QUEUE, type FailureAccrualConfig } from "../../balance/balancer.ts";
@@ -56,7 +56,7 @@ export interface OutboundHttpDeps extends ConcreteDeps {
   drain?: AbortSignal;
   /** Per-route request outcomes of policy routes, with parent labels (egress: EgressNetwork). */
   routeMetrics?: HttpRouteMetrics;
-  /** `outbound_http_balancer_endpoints` of the policy backends' balancers. */
+  /** `outbound_http_balancer_*` of the policy and ServiceProfile backends' balancers. */
   balancerMetrics?: BalancerMetrics;
 }
 
@@ -88,7 +88,7 @@ class DestinationService {
   #policyRoutes = new WeakMap<RouteHit<OutboundRule>, HttpService>();
   /** Each route's metric series by the request's authority (as sent, so no parsing per request). */
   #routeSeries = new WeakMap<RouteHit<OutboundRule>, Map<string, StreamSeries>>();
-  /** Removes a route backend's balancer from the endpoints gauge, by RouteBackend key. */
+  /** Removes a backend's balancer from the balancer gauges, by RouteBackend key or `profile <authority>`. */
   #unGauge = new Map<string, () => void>();
   /** Recomputed only when the policy or profile changed. */
   #routing: Routing = selectRouting(undefined, undefined);
@@ -154,11 +154,12 @@ class DestinationService {
       ? { kind: "path", path: t.path }
       : { kind: "forward", endpoint: t.endpoint, ip: t.ip, port: t.port };
     const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
-    b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual }, this.#deps);
-    this.#routeBackends.set(rb.key, b);
     const parent = this.#policy?.meta;
-    const gauge = this.#deps.balancerMetrics;
-    if (gauge && parent) this.#unGauge.set(rb.key, gauge.add(parent, rb.meta, b.balancer));
+    const gauge = parent ? this.#deps.balancerMetrics : undefined;
+    const stats = gauge?.stats(parent!, rb.meta);
+    b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual, stats }, this.#deps);
+    this.#routeBackends.set(rb.key, b);
+    if (gauge) this.#unGauge.set(rb.key, gauge.add(parent!, rb.meta, b.balancer));
     return b;
   }
 
@@ -176,16 +177,25 @@ class DestinationService {
     );
   }
 
-  #authorityBackend(authority: string): BackendState {
-    return this.#backend(
-      `profile ${authority}`,
-      () =>
-        new BackendState(authority, { kind: "path", path: authority }, {
-          ewma: DEFAULT_PEAK_EWMA,
-          queue: DEFAULT_QUEUE,
-          accrual: undefined,
-        }, this.#deps),
-    );
+  /**
+   * A ServiceProfile dst_override's balancer. Its metric parent is the profile's Service and its
+   * backend the override's, named from their authorities as linkerd2-proxy names them.
+   */
+  #authorityBackend(profile: CompiledProfile, authority: string): BackendState {
+    const key = `profile ${authority}`;
+    return this.#backend(key, () => {
+      const gauge = this.#deps.balancerMetrics;
+      const parent = profileServiceRef(`${profile.fullyQualifiedName}:${this.#dst.port}`);
+      const backend = profileServiceRef(authority);
+      const b = new BackendState(authority, { kind: "path", path: authority }, {
+        ewma: DEFAULT_PEAK_EWMA,
+        queue: DEFAULT_QUEUE,
+        accrual: undefined,
+        stats: gauge?.stats(parent, backend),
+      }, this.#deps);
+      if (gauge) this.#unGauge.set(key, gauge.add(parent, backend, b.balancer));
+      return b;
+    });
   }
 
   /**
@@ -236,7 +246,7 @@ class DestinationService {
     signal: AbortSignal,
   ): Promise<HttpResponse> {
     const t = profile.chooseTarget(this.#rng);
-    if (t) return this.#authorityBackend(t.authority).send(req, signal, classifier);
+    if (t) return this.#authorityBackend(profile, t.authority).send(req, signal, classifier);
     const policy = this.#policy;
     const hit = policy?.find(req);
     const rb = hit?.policy.backends.choose(this.#rng);
