@@ -3,15 +3,16 @@
  *
  * Network-namespace pods with the real proxies (test identities, in-process control plane): a
  * sends open-loop HTTP/1.1 GETs (http_load.ts, BENCH_TAP_RATE/s for BENCH_TAP_SECONDS over 4
- * kept-alive connections) to b or d, each serving 1 KiB (Deno.serve). Per round, interleaved:
+ * kept-alive connections) to b, d or e, each serving 1 KiB (Deno.serve). Per round, interleaved:
  *   none    a → b, no tap running;
  *   tap     a → b while a tap client in pod c observes every request on b's proxy (grpc-js over
  *           mesh TLS as the tap identity, limit high enough for all of them);
- *   log     a → d, whose proxy has LINKERD2_PROXY_ACCESS_LOG=apache and its stderr drained to
- *           /dev/null by this process.
+ *   apache  a → d, whose proxy has LINKERD2_PROXY_ACCESS_LOG=apache and its stderr drained to
+ *           /dev/null by this process;
+ *   json    a → e, the same with LINKERD2_PROXY_ACCESS_LOG=json.
  * The figure is the server-side proxy's CPU (utime+stime from /proc) per request sent, and the
  * client-side proxy's beside it; BENCH_TAP_ROUNDS rounds (default 5), printed as median and
- * range, with the tap and log ratios to `none` taken within each round. The last line is JSON.
+ * range, with the tap and access-log ratios to `none` taken within each round. The last line is JSON.
  */
 import { ProxyEnv } from "../../proto/env.ts";
 import { DEFAULT_PROXY_UID } from "../../proto/ports.ts";
@@ -36,7 +37,10 @@ const httpLoad = `${root}proxy/bench/http_load.ts`;
 const tapApp = `${root}proxy/testing/tap_app.ts`;
 const PORT = 9100;
 
-type Mode = "none" | "tap" | "log";
+type Mode = "none" | "tap" | "apache" | "json";
+const MODES: Mode[] = ["none", "tap", "apache", "json"];
+/** The access-log pods and their formats. */
+const LOGGED = [["d", "apache"], ["e", "json"]] as const;
 interface Sample {
   serverUs: number;
   clientUs: number;
@@ -47,19 +51,21 @@ interface Sample {
 await MeshFixture.run({
   prefix: "weft-tapbench-",
   caName: "weft-tapbench",
-  pods: ["a", "b", "c", "d"],
-  certificates: ["a", "b", "d", "weft-tap"],
+  pods: ["a", "b", "c", "d", "e"],
+  certificates: ["a", "b", "d", "e", "weft-tap"],
   logTail: 4000,
 }, async (m) => {
   const { cp } = m;
-  const B = m.pod("b"), D = m.pod("d");
-  for (const [pod, ip] of [["b", B.ip], ["d", D.ip]]) {
+  const B = m.pod("b"), D = m.pod("d"), E = m.pod("e");
+  for (const [pod, ip] of [["b", B.ip], ["d", D.ip], ["e", E.ip]]) {
     cp.tables.endpoints.set(`${ip}:${PORT}`, [meshedHttpEndpoint(ip, PORT, ID(pod))]);
     cp.tables.servers.set(`${workloadOf(pod)}|${PORT}`, detectServer("web", [], [allowAll()]));
   }
   await cp.start();
-  for (const pod of ["a", "b", "d"]) await m.meshPod(pod);
-  for (const pod of ["b", "d"]) await m.startApp(pod, `app-${pod}`, [httpLoad, "h1-server", String(PORT)]);
+  for (const pod of ["a", "b", "d", "e"]) await m.meshPod(pod);
+  for (const pod of ["b", "d", "e"]) {
+    await m.startApp(pod, `app-${pod}`, [httpLoad, "h1-server", String(PORT)]);
+  }
   const env = {
     [ProxyEnv.tapSvcName]: ID("weft-tap"),
     [ProxyEnv.controlListenAddr]: "0.0.0.0:4190",
@@ -67,22 +73,24 @@ await MeshFixture.run({
   };
   const a = m.startProxy("a", { inboundPorts: String(PORT), env });
   const b = m.startProxy("b", { inboundPorts: String(PORT), env });
-  // d logs every request; its stderr (the log) is drained to /dev/null by this process.
+  // d and e log every request (apache, json); their stderr (the log) is drained to /dev/null by this process.
   const uidDeno = await denoForUid(DEFAULT_PROXY_UID);
-  const d = startProxy(m.net, {
-    pod: "d",
-    localName: ID("d"),
-    workload: workloadOf("d"),
-    credentialsFile: m.creds.d,
-    trustAnchorsPem: m.ca.certPem,
-    workDir: m.work,
-    uidDeno,
-    inboundPorts: String(PORT),
-    env: { ...env, [ProxyEnv.accessLog]: "apache" },
-    logFile: "/dev/null",
-  });
+  const [d, e] = LOGGED.map(([pod, format]) =>
+    startProxy(m.net, {
+      pod,
+      localName: ID(pod),
+      workload: workloadOf(pod),
+      credentialsFile: m.creds[pod],
+      trustAnchorsPem: m.ca.certPem,
+      workDir: m.work,
+      uidDeno,
+      inboundPorts: String(PORT),
+      env: { ...env, [ProxyEnv.accessLog]: format },
+      logFile: "/dev/null",
+    })
+  );
   try {
-    for (const pod of ["a", "b", "d"]) await m.ready(pod);
+    for (const pod of ["a", "b", "d", "e"]) await m.ready(pod);
 
     const load = async (ip: string) => {
       const r = await m.json<Record<string, number>>(
@@ -124,8 +132,9 @@ await MeshFixture.run({
     // Warm-up: JIT and connections on every path.
     await load(B.ip);
     await load(D.ip);
+    await load(E.ip);
 
-    const samples: Record<Mode, Sample[]> = { none: [], tap: [], log: [] };
+    const samples: Record<Mode, Sample[]> = { none: [], tap: [], apache: [], json: [] };
     for (let round = 0; round < ROUNDS; round++) {
       samples.none.push(await measure(b, B.ip));
       // The tap runs for the load's length plus margin, then its deadline ends it.
@@ -148,11 +157,14 @@ await MeshFixture.run({
       const t = await tap;
       s.tapped = t.events.length / 3;
       samples.tap.push(s);
-      samples.log.push(await measure(d, D.ip));
+      samples.apache.push(await measure(d, D.ip));
+      samples.json.push(await measure(e, E.ip));
       console.error(
         `round ${round + 1}: server µs/req none ${samples.none[round].serverUs.toFixed(0)}, tap ${
           s.serverUs.toFixed(0)
-        } (${s.tapped} requests tapped), log ${samples.log[round].serverUs.toFixed(0)}`,
+        } (${s.tapped} requests tapped), apache ${samples.apache[round].serverUs.toFixed(0)}, json ${
+          samples.json[round].serverUs.toFixed(0)
+        }`,
       );
     }
 
@@ -167,7 +179,7 @@ await MeshFixture.run({
     );
     console.log("| mode | server proxy µs/req | ÷ none (same round) | client proxy µs/req | p99 ms |");
     console.log("| --- | --- | --- | --- | --- |");
-    for (const mode of ["none", "tap", "log"] as Mode[]) {
+    for (const mode of MODES) {
       const xs = samples[mode];
       console.log(
         `| ${mode} | ${fmt(xs.map((s) => s.serverUs))} | ${mode === "none" ? "1" : fmt(ratio(mode), 2)} | ${
@@ -182,12 +194,14 @@ await MeshFixture.run({
       rounds: ROUNDS,
       none_us: spread(samples.none.map((s) => s.serverUs)),
       tap_us: spread(samples.tap.map((s) => s.serverUs)),
-      log_us: spread(samples.log.map((s) => s.serverUs)),
+      apache_us: spread(samples.apache.map((s) => s.serverUs)),
+      json_us: spread(samples.json.map((s) => s.serverUs)),
       tap_ratio: spread(ratio("tap")),
-      log_ratio: spread(ratio("log")),
+      apache_ratio: spread(ratio("apache")),
+      json_ratio: spread(ratio("json")),
     }));
   } finally {
-    for (const p of [a, b, d]) {
+    for (const p of [a, b, d, e]) {
       try {
         p.kill("SIGTERM");
       } catch { /* already gone */ }
