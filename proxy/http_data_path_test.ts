@@ -410,6 +410,14 @@ Deno.test({
         ma.split("\n").filter((l) => l.startsWith("outbound_http_balancer_queue_requests")).join("\n"),
       );
       assert.equal(metric(ma, "outbound_http_balancer_endpoints", { ...bal, endpoint_state: "ready" }), 1);
+      // Forward backends (the fallback policy's, used for B:7002 above) are one address, no balancer, as in
+      // Linkerd: no balancer series.
+      assert.ok(metric(ma, "request_total", { direction: "outbound", target_addr: `${B.ip}:7002` }) >= 1);
+      assert.equal(
+        ma.split("\n").filter((l) => l.startsWith("outbound_http_balancer") && l.includes("egress-fallback"))
+          .length,
+        0,
+      );
     });
 
     await m.step(t, "metrics count requests with direction, TLS and identities", async () => {

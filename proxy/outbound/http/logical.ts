@@ -155,7 +155,8 @@ class DestinationService {
       : { kind: "forward", endpoint: t.endpoint, ip: t.ip, port: t.port };
     const ewma = t.kind === "balancer" ? t.ewma : DEFAULT_PEAK_EWMA;
     const parent = this.#policy?.meta;
-    const gauge = parent ? this.#deps.balancerMetrics : undefined;
+    // A forward backend is one address, not a balancer in Linkerd (no balancer series there either).
+    const gauge = parent && t.kind === "balancer" ? this.#deps.balancerMetrics : undefined;
     const stats = gauge?.stats(parent!, rb.meta);
     b = new BackendState(rb.key, source, { ewma, queue: rb.queue, accrual, stats }, this.#deps);
     this.#routeBackends.set(rb.key, b);
