@@ -10,6 +10,7 @@ import { UsageError } from "./context.ts";
 import { CONNECT_FLAGS, contextNamespace, openViews, queryAll } from "./connect.ts";
 import { flagHelp, type FlagSpec, parseFlags, parseOutput, parseWindow, windowText } from "./flags.ts";
 import { parseTarget, type Target } from "./kinds.ts";
+import type { RouteKindName } from "./route_kinds.ts";
 import type { PromSample } from "./prometheus.ts";
 import { by, type Matcher, QUANTILES, regexLiteral, selector } from "./promql.ts";
 import { type Cell, fmtLatency, fmtRps, fmtSuccess, renderTable, useColor } from "./table.ts";
@@ -30,6 +31,12 @@ export interface RoutesRequest {
   service?: Target;
   /** The client workload whose outbound routes, or whose inbound (Server) routes, are shown. */
   workload?: Target;
+  /**
+   * Only routes of this kind (and namespace, name): `weft stat httproute|grpcroute|sp`. A ServiceProfile is
+   * named for its Service's FQDN and its series carry it as the `dst` authority; its routes are folded into
+   * one row per profile. Policy routes include the inbound routes of Servers (unless a client is given).
+   */
+  route?: { kind: RouteKindName; namespace?: string; name?: string };
   window: string;
   clusterDomain?: string;
 }
@@ -49,6 +56,7 @@ const INBOUND_KEY = ["namespace", "srv_kind", "srv_name", "route_kind", "route_n
 /** Each source's status counts and latency quantiles. Pure. */
 export function routeQueries(r: RoutesRequest): Record<string, string> {
   const w = r.window;
+  const rk = r.route?.kind;
   const client: Matcher[] = [];
   if (r.workload) {
     if (r.workload.namespace) client.push({ label: "namespace", value: r.workload.namespace });
@@ -60,20 +68,40 @@ export function routeQueries(r: RoutesRequest): Record<string, string> {
     if (r.service.namespace) parent.push({ label: "parent_namespace", value: r.service.namespace });
     if (r.service.name) parent.push({ label: "parent_name", value: r.service.name });
   }
-  const pSel = selector([...client, ...parent]);
+  // A policy route by kind (case-insensitive: inbound metadata may spell it in lower case), namespace, name.
+  const policyRoute = (nsLabel: string): Matcher[] =>
+    r.route && rk !== "ServiceProfile"
+      ? [
+        { label: "route_kind", op: "=~", value: `(?i)${regexLiteral(rk!)}` },
+        ...(r.route.namespace ? [{ label: nsLabel, value: r.route.namespace }] : []),
+        ...(r.route.name ? [{ label: "route_name", value: r.route.name }] : []),
+      ]
+      : [];
+  const pSel = selector([...client, ...parent, ...policyRoute("route_namespace")]);
   const domain = r.clusterDomain ?? "cluster.local";
-  const dst: Matcher[] = r.service
-    ? [{
-      label: "dst",
-      op: "=~",
-      value: `${r.service.name ? regexLiteral(r.service.name) : "[^.]+"}\\.${
-        r.service.namespace ? regexLiteral(r.service.namespace) : "[^.]+"
-      }\\.svc\\.${regexLiteral(domain)}(:\\d+)?`,
-    }]
-    : [];
+  const svcDst = (name: string | undefined, ns: string | undefined) =>
+    `${name ? regexLiteral(name) : "[^.]+"}\\.${ns ? regexLiteral(ns) : "[^.]+"}\\.svc\\.${
+      regexLiteral(domain)
+    }`;
+  let dst: Matcher[] = [];
+  if (r.service) {
+    dst = [{ label: "dst", op: "=~", value: `${svcDst(r.service.name, r.service.namespace)}(:\\d+)?` }];
+  } else if (rk === "ServiceProfile") {
+    // The profile's name is the authority it applies to; without one, every Service's in the namespace.
+    const host = r.route?.name ? regexLiteral(r.route.name) : svcDst(undefined, r.route?.namespace);
+    dst = [{ label: "dst", op: "=~", value: `${host}(:\\d+)?` }];
+  }
   const spSel = selector([{ label: "direction", value: "outbound" }, ...client, ...dst]);
+  const profileKey = rk === "ServiceProfile" ? ["dst"] : PROFILE_KEY;
+  const protos = rk === undefined
+    ? ["http", "grpc"] as const
+    : rk === "HTTPRoute"
+    ? ["http"] as const
+    : rk === "GRPCRoute"
+    ? ["grpc"] as const
+    : [] as const;
   const q: Record<string, string> = {};
-  for (const proto of ["http", "grpc"] as const) {
+  for (const proto of protos) {
     const fam = `outbound_${proto}_route`;
     const status = proto === "http" ? "http_status" : "grpc_status";
     q[`policy-${proto}:statuses`] = `sum(increase(${fam}_request_statuses_total${pSel}[${w}])) by ${
@@ -86,21 +114,27 @@ export function routeQueries(r: RoutesRequest): Record<string, string> {
         }) * 1000`;
     }
   }
-  q["profile:statuses"] = `sum(increase(route_response_total${spSel}[${w}])) by ${
-    by([...PROFILE_KEY, "classification"])
-  }`;
-  for (const qt of QUANTILES) {
-    q[`profile:${qt}`] =
-      `histogram_quantile(${qt}, sum(rate(route_response_latency_ms_bucket${spSel}[${w}])) by ${
-        by(["le", ...PROFILE_KEY])
-      })`;
+  if (rk === undefined || rk === "ServiceProfile") {
+    q["profile:statuses"] = `sum(increase(route_response_total${spSel}[${w}])) by ${
+      by([...profileKey, "classification"])
+    }`;
+    for (const qt of QUANTILES) {
+      q[`profile:${qt}`] =
+        `histogram_quantile(${qt}, sum(rate(route_response_latency_ms_bucket${spSel}[${w}])) by ${
+          by(["le", ...profileKey])
+        })`;
+    }
   }
-  if (r.workload && !r.service) {
-    const iSel = selector([{ label: "direction", value: "inbound" }, ...client, {
-      label: "route_name",
-      op: "!=",
-      value: "",
-    }]);
+  const inbound = rk === undefined
+    ? r.workload !== undefined && !r.service
+    : rk !== "ServiceProfile" && !r.workload;
+  if (inbound) {
+    const iSel = selector([
+      { label: "direction", value: "inbound" },
+      ...client,
+      ...(rk ? policyRoute("namespace") : []),
+      { label: "route_name", op: "!=", value: "" },
+    ]);
     q["inbound:statuses"] = `sum(increase(response_total${iSel}[${w}])) by ${
       by([...INBOUND_KEY, "classification"])
     }`;
@@ -193,7 +227,12 @@ export function foldRoutes(results: Record<string, PromSample[]>, windowS: numbe
   const rows = new Map<string, RouteRow>();
   const key = (source: RouteSource, m: Record<string, string>) => {
     const d = describe(source, m);
-    return { k: `${source}\u0000${d.namespace}\u0000${d.parent}\u0000${d.kind}\u0000${d.route}`, d };
+    // A consumer route (in the client's namespace) is not its producer route of the same name on the same parent.
+    const rns = d.route_namespace ?? "";
+    return {
+      k: `${source}\u0000${d.namespace}\u0000${d.parent}\u0000${d.kind}\u0000${rns}\u0000${d.route}`,
+      d,
+    };
   };
   for (const [name, samples] of Object.entries(results)) {
     const [source, what] = name.split(":") as [RouteSource, string];
@@ -242,12 +281,16 @@ export function foldRoutes(results: Record<string, PromSample[]>, windowS: numbe
 /** The first bucket of Linkerd's route-duration histogram, in ms: quantiles inside it are only a bound. */
 const POLICY_FIRST_BUCKET_MS = 50;
 
+/** A route's latency cell: a policy route's quantile inside the first bucket is printed as the bound. */
+export function fmtRouteLatency(source: RouteSource, ms: number | null): string {
+  return source.startsWith("policy") && ms !== null && ms <= POLICY_FIRST_BUCKET_MS
+    ? `≤${POLICY_FIRST_BUCKET_MS}ms`
+    : fmtLatency(ms ?? undefined);
+}
+
 export function renderRoutes(rows: readonly RouteRow[], color: boolean): string {
   const v = (x: number | null) => x ?? undefined;
-  const lat = (r: RouteRow, x: number | null) =>
-    r.source.startsWith("policy") && x !== null && x <= POLICY_FIRST_BUCKET_MS
-      ? `≤${POLICY_FIRST_BUCKET_MS}ms`
-      : fmtLatency(v(x));
+  const lat = (r: RouteRow, x: number | null) => fmtRouteLatency(r.source, x);
   return renderTable(
     ["ROUTE", "KIND", "PARENT", "SUCCESS", "RPS", "LATENCY_P50", "LATENCY_P95", "LATENCY_P99"],
     rows.map((r): (string | Cell)[] => [
@@ -267,7 +310,7 @@ export function renderRoutes(rows: readonly RouteRow[], color: boolean): string 
 export async function collectRoutes(
   req: RoutesRequest,
   windowS: number,
-  views: Awaited<ReturnType<typeof openViews>>,
+  views: Pick<Awaited<ReturnType<typeof openViews>>, "prom">,
   ctx: CliContext,
 ): Promise<RouteRow[]> {
   return foldRoutes(await queryAll(views.prom, routeQueries(req), ctx), windowS);

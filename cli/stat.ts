@@ -11,6 +11,7 @@ import { listWithPods, meshedCount, podsOf } from "./kube_objects.ts";
 import type { PromSample } from "./prometheus.ts";
 import { isSuccess } from "./routes.ts";
 import { planStat, type StatPlan, type StatQueryName } from "./stat_plan.ts";
+import { routeStatOptions, runRouteStat } from "./stat_routes.ts";
 import {
   type Cell,
   fmtBytesRate,
@@ -269,13 +270,19 @@ export async function collectStat(
 export const statCommand: Command = {
   name: "stat",
   summary:
-    "success rate, RPS, latency and TCP connections per deploy|po|svc|ns|sts|ds|job (linkerd viz stat)",
+    "success rate, RPS, latency and TCP connections per deploy|po|svc|ns|sts|ds|job, and per route (httproute|grpcroute|sp)",
   async run(args, ctx) {
     const first = parseFlags(args, STAT_FLAGS);
     if (first.help) {
-      await ctx.out(`usage: weft stat KIND[/NAME] [flags]\n\n${flagHelp(STAT_FLAGS)}\n`);
+      await ctx.out(
+        `usage: weft stat KIND[/NAME] [flags]\n\n` +
+          `KIND: deploy, po, svc, ns, sts, ds, rs, job (kubectl's names), or a route kind:\n` +
+          `httproute (hr), grpcroute, serviceprofile (sp) — rows per route and parent, from route traffic\n\n` +
+          `${flagHelp(STAT_FLAGS)}\n`,
+      );
       return 0;
     }
+    if (routeStatOptions(first, () => "default")) return await runRouteStat(first, ctx);
     statOptions(args, () => "default"); // usage errors before any network
     const views = await openViews(first, ctx);
     const { opts, flags } = statOptions(args, () => contextNamespace(views.kube));

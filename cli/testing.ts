@@ -123,3 +123,23 @@ export function serveMetrics(metrics: () => Promise<string>): { address: string;
     },
   };
 }
+
+/**
+ * A kubeconfig file naming an API server nobody listens on, for commands run with `-n` and
+ * `--prometheus-url` (they read the file but never reach the API server). Removed by the caller.
+ */
+export async function offlineKubeconfig(): Promise<string> {
+  const path = await Deno.makeTempFile({ prefix: "weft-cli-kubeconfig-" });
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "none", cluster: { server: "https://127.0.0.1:1" } }],
+      users: [{ name: "none", user: {} }],
+      contexts: [{ name: "none", context: { cluster: "none", user: "none", namespace: "ctx-ns" } }],
+      "current-context": "none",
+    }),
+  );
+  return path;
+}

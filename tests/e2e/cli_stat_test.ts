@@ -6,9 +6,11 @@
 //   success: 2 points); every pod meshed;
 //   the clients' own view (`--to`) within 10% with no probe allowance;
 // - `weft edges deploy -n NS` lists every demo edge with both identities, all mTLS;
+// - `weft top -n NS` lists the edges heaviest first, web-load → web within 10% of the client's count;
 // - an HTTPRoute sending a quarter of web's traffic to a Service that does not exist (the proxy answers 500, as
 //   Linkerd's does for an invalid backend) shows in `weft routes svc/web` and `weft stat svc/web` at the success
-//   rate the load client saw (±8 points), about 75%.
+//   rate the load client saw (±8 points), about 75%; `weft stat httproute/web-split` gives one row on
+//   svc/web:8080 at that success rate (±8 points) and the client's rate (±10%).
 // Needs the mesh deployed with its embedded Prometheus (deno task deploy). Load is the demo's: bounded rates.
 import assert from "node:assert/strict";
 import { dispatch } from "../../cli/dispatch.ts";
@@ -144,6 +146,28 @@ Deno.test({
       }
       console.log(`edges: ${edges.map((e) => `${e.src.name || "(unmeshed)"}→${e.dst.name}`).join(", ")}`);
 
+      // `weft top`: the clients' outbound view, heaviest first; web-load → web at the rate web-load counted.
+      const topCtx = recordingContext({ env: { KUBECONFIG } });
+      const topArgs = ["top", "-n", ns, "-t", "1m", "--duration", "1s", "--interval", "5s"];
+      assert.equal(await dispatch(COMMANDS, [...topArgs, "-o", "json"], topCtx), 0, topCtx.stderr.join("\n"));
+      const topRows: Json[] = JSON.parse(topCtx.stdout.join("").trim().split("\n")[0]).rows;
+      for (let i = 1; i < topRows.length; i++) {
+        assert.ok(topRows[i - 1].rps >= topRows[i].rps, "heaviest first");
+      }
+      const topWeb = topRows.find((r) => r.source === "web-load" && r.destination === "web");
+      assert.ok(topWeb, `no top row web-load → web: ${JSON.stringify(topRows)}`);
+      assert.ok(
+        Math.abs(topWeb.rps - web.rps) <= 0.1 * web.rps,
+        `top web-load→web ${topWeb.rps} vs ${web.rps}`,
+      );
+      const topTable = recordingContext({ env: { KUBECONFIG } });
+      await dispatch(COMMANDS, topArgs, topTable);
+      console.log(
+        `weft top: web-load→web ${topWeb.rps.toFixed(2)} rps vs ${web.rps.toFixed(2)} counted\n${
+          topTable.stdout.join("")
+        }`,
+      );
+
       // A quarter of web's traffic to a backend that does not exist: the client proxy answers those with 500.
       await apply(
         ns,
@@ -171,11 +195,23 @@ Deno.test({
       const routes: Json[] = await weft(["routes", "svc/web", "-n", ns, "-t", "1m", "-o", "json"]);
       const split = routes.find((r) => r.route === "web-split");
       const statSvc: Json[] = await weft(["stat", "svc/web", "-n", ns, "-t", "1m", "-o", "json"]);
+      const statRoute: Json[] = await weft([
+        "stat",
+        "httproute/web-split",
+        "-n",
+        ns,
+        "-t",
+        "1m",
+        "-o",
+        "json",
+      ]);
       console.log(
         `failing route: weft routes ${(split?.success * 100).toFixed(1)}% at ${
           split?.rps?.toFixed(2)
         } rps; ` +
-          `weft stat svc/web ${(statSvc[0]?.success * 100).toFixed(1)}%; web-load counted ` +
+          `weft stat svc/web ${(statSvc[0]?.success * 100).toFixed(1)}%; weft stat httproute ${
+            (statRoute[0]?.success * 100).toFixed(1)
+          }% at ${statRoute[0]?.rps?.toFixed(2)} rps; web-load counted ` +
           `${(failing.success * 100).toFixed(1)}% at ${failing.rps.toFixed(2)} rps`,
       );
       assert.ok(split, `no row for HTTPRoute web-split: ${JSON.stringify(routes)}`);
@@ -189,6 +225,20 @@ Deno.test({
       assert.ok(
         Math.abs(sv.success - failing.success) <= 0.08,
         `stat svc/web ${sv.success} vs ${failing.success}`,
+      );
+      // The same route through `weft stat httproute`: one row per parent, the client's success and rate.
+      assert.deepEqual(
+        statRoute.map((r) => [r.kind, r.name, r.parent, r.direction]),
+        [["httproute", "web-split", "svc/web:8080", "outbound"]],
+        JSON.stringify(statRoute),
+      );
+      assert.ok(
+        Math.abs(statRoute[0].success - failing.success) <= 0.08,
+        `stat httproute ${statRoute[0].success} vs ${failing.success}`,
+      );
+      assert.ok(
+        Math.abs(statRoute[0].rps - failing.rps) <= 0.1 * failing.rps,
+        `stat httproute ${statRoute[0].rps} rps vs ${failing.rps}`,
       );
     } finally {
       await kubectl(["delete", "namespace", ns, "--wait=false"], { timeoutMs: 15_000 });
