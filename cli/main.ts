@@ -6,6 +6,7 @@
 import { COMMANDS } from "./commands.ts";
 import type { CliContext } from "./context.ts";
 import { dispatch } from "./dispatch.ts";
+import { statusLine } from "./status_line.ts";
 
 function context(): CliContext {
   const enc = new TextEncoder();
@@ -16,24 +17,17 @@ function context(): CliContext {
     ac.abort(new Error("interrupted"));
   };
   Deno.addSignalListener("SIGINT", onInt);
-  let statusShown = false;
+  const env = Deno.env.toObject();
+  const stderr = statusLine((t) => Deno.stderr.writeSync(enc.encode(t)), stderrIsTty, env);
   return {
-    env: Deno.env.toObject(),
+    env,
     out: async (t) => {
       const data = enc.encode(t);
       let off = 0;
       while (off < data.length) off += await Deno.stdout.write(data.subarray(off));
     },
-    err: (l) => {
-      if (statusShown) Deno.stderr.writeSync(enc.encode("\r\x1b[K"));
-      statusShown = false;
-      Deno.stderr.writeSync(enc.encode(l + "\n"));
-    },
-    status: (t) => {
-      if (!stderrIsTty) return;
-      Deno.stderr.writeSync(enc.encode(`\r\x1b[K${t}`));
-      statusShown = t !== "";
-    },
+    err: stderr.err,
+    status: stderr.status,
     stdoutIsTty: Deno.stdout.isTerminal(),
     stderrIsTty,
     signal: ac.signal,
