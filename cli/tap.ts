@@ -20,7 +20,7 @@ import { formatLine, type TapOutput } from "./tap_format.ts";
 
 export const TAP_FLAGS: readonly FlagSpec[] = [
   { name: "namespace", short: "n", help: "namespace of the resource", default: "the context's" },
-  { name: "to", help: "only requests to this resource (deploy/NAME, po/NAME, ns/NAME)" },
+  { name: "to", help: "only requests to this resource (deploy|sts|ds|job|po/NAME, ns/NAME)" },
   { name: "to-namespace", help: "namespace of the --to resource", default: "--namespace" },
   { name: "path", help: "only requests whose path starts with this" },
   { name: "method", help: "only requests with this HTTP method" },
@@ -31,7 +31,25 @@ export const TAP_FLAGS: readonly FlagSpec[] = [
   { name: "kubeconfig", help: "kubeconfig file", default: "$KUBECONFIG, else ~/.kube/config" },
 ];
 
-const USAGE = `usage: weft tap (deploy|po|ns)/NAME [flags]\n${flagHelp(TAP_FLAGS)}`;
+const USAGE = `usage: weft tap (deploy|sts|ds|job|po|ns)/NAME [flags]\n${flagHelp(TAP_FLAGS)}`;
+
+/**
+ * Filters Linkerd users may try that this tap cannot honour: the proxies attach no route labels to tap
+ * events, so a route match would never fire; refused with what to use instead, not taken silently.
+ */
+const UNSUPPORTED: Record<string, string> = {
+  route: "tap cannot filter by route (tap events carry no route labels); use --path, --method or --authority",
+  "route-label":
+    "tap cannot filter by route label (tap events carry no route labels); use --path, --method or --authority",
+};
+
+function refuseUnsupported(args: readonly string[]): void {
+  for (const a of args) {
+    if (a === "--") return;
+    const m = /^--([a-z-]+)(=|$)/.exec(a);
+    if (m && UNSUPPORTED[m[1]]) throw new UsageError(`--${m[1]}: ${UNSUPPORTED[m[1]]}`);
+  }
+}
 
 export interface TapArgs {
   /** The tap API's request body. */
@@ -50,11 +68,12 @@ function positive(text: string | undefined, flag: string): number | undefined {
 
 /** The flags as the tap API's request, checked with the component's own validation. */
 export function parseTapArgs(args: readonly string[], defaultNamespace: () => string): TapArgs {
+  refuseUnsupported(args);
   const f = parseFlags(args, TAP_FLAGS);
   if (f.positionals.length !== 1) {
     throw new UsageError(
       f.positionals.length === 0
-        ? "which resource? e.g. weft tap deploy/web -n emojivoto"
+        ? "which resource? e.g. weft tap deploy/web -n emojivoto (deploy, sts, ds, job, po or ns)"
         : `one resource only, got ${f.positionals.join(" ")}`,
     );
   }

@@ -58,6 +58,16 @@ Deno.test("weft tap flags become the tap API's request; bad ones are usage error
     [["deploy/web", "-o", "yaml"], /--output: "yaml" is not text, wide or json/],
     [["deploy/web", "--path", "v1"], /path: "v1" must start with \//],
     [["deploy/web", "--bogus"], /unknown flag --bogus/],
+    [
+      ["cronjob/web"],
+      /is not a resource; use deploy\/NAME, sts\/NAME, ds\/NAME, job\/NAME, pod\/NAME or ns\/NAME/,
+    ],
+    // Tap events carry no route labels: a route filter would never match, so it is refused, saying why.
+    [
+      ["deploy/web", "--route", "books"],
+      /--route: tap cannot filter by route \(tap events carry no route labels\); use --path/,
+    ],
+    [["deploy/web", "--route-label=rt=books"], /--route-label: tap cannot filter by route label/],
   ];
   for (const [args, re] of bad) {
     assert.throws(
@@ -66,6 +76,19 @@ Deno.test("weft tap flags become the tap API's request; bad ones are usage error
       args.join(" "),
     );
   }
+  for (
+    const [res, to] of [["sts/db", "ds/agent"], ["statefulset/db", "job/migrate"], [
+      "daemonsets/agent",
+      "sts/db",
+    ]]
+  ) {
+    assert.deepEqual(
+      parseTapArgs([res, "--to", to], ns).body,
+      { namespace: "ctx-ns", resource: res, to },
+      res,
+    );
+  }
+  assert.equal(parseTapArgs(["jobs/migrate", "-n", "b"], ns).body.resource, "jobs/migrate");
   assert.equal(tapProxyPath(), "/api/v1/namespaces/weft/services/http:weft-tap:8089/proxy/apis/tap");
 });
 

@@ -5,7 +5,7 @@
 import { toHttpMethod } from "../../proto/http_method.ts";
 import type { ObserveRequest, TapMatch } from "../../proto/tap_api.ts";
 
-export type ResourceKind = "deployment" | "pod" | "namespace";
+export type ResourceKind = "deployment" | "statefulset" | "daemonset" | "job" | "pod" | "namespace";
 
 export interface ResourceRef {
   namespace: string;
@@ -40,6 +40,14 @@ const KIND_ALIASES: Record<string, ResourceKind> = {
   deploy: "deployment",
   deployment: "deployment",
   deployments: "deployment",
+  sts: "statefulset",
+  statefulset: "statefulset",
+  statefulsets: "statefulset",
+  ds: "daemonset",
+  daemonset: "daemonset",
+  daemonsets: "daemonset",
+  job: "job",
+  jobs: "job",
   po: "pod",
   pod: "pod",
   pods: "pod",
@@ -51,13 +59,19 @@ const KIND_ALIASES: Record<string, ResourceKind> = {
 /** A Kubernetes object name (RFC 1123 subdomain, which covers namespaces and Deployments too). */
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
-/** `deploy/web`, `pod/web-1`, `ns/emojivoto` (or `ns` alone with `namespace`) → a reference. */
+/** The resources a tap takes, as the messages list them. */
+export const RESOURCE_USAGE = "deploy/NAME, sts/NAME, ds/NAME, job/NAME, pod/NAME or ns/NAME";
+
+/**
+ * `deploy/web`, `sts/db`, `ds/agent`, `job/migrate`, `pod/web-1`, `ns/emojivoto` (or `ns` alone with
+ * `namespace`) → a reference.
+ */
 export function parseResource(text: string, namespace: string, field: string): ResourceRef {
   const [kindText, name, extra] = text.split("/");
   const kind = KIND_ALIASES[kindText?.toLowerCase() ?? ""];
   if (!kind || extra !== undefined) {
     throw new TapRequestError(
-      `${field}: "${text}" is not a resource; use deploy/NAME, pod/NAME or ns/NAME`,
+      `${field}: "${text}" is not a resource; use ${RESOURCE_USAGE}`,
     );
   }
   if (kind === "namespace") {
@@ -151,10 +165,13 @@ export function parseTapRequest(body: unknown): TapRequest {
   };
 }
 
-/** The destination labels a proxy puts on an endpoint of this resource (Linkerd's label names). */
+/**
+ * The destination labels a proxy puts on an endpoint of this resource (Linkerd's label names, from
+ * Destination's owner labels: a Job's is `k8s_job`, and a Job a CronJob created is labelled by the CronJob).
+ */
 function destinationLabels(to: ResourceRef): [string, string][] {
   const labels: [string, string][] = [["namespace", to.namespace]];
-  if (to.kind !== "namespace") labels.push([to.kind, to.name]);
+  if (to.kind !== "namespace") labels.push([to.kind === "job" ? "k8s_job" : to.kind, to.name]);
   return labels;
 }
 

@@ -109,3 +109,36 @@ Deno.test("observe request: every filter in one `all`, --to as the destination l
   const all = observeRequest(parseTapRequest({ resource: "deploy/web" }), 1);
   assert.deepEqual(all.match, { match: { $case: "all", value: { matches: [] } } });
 });
+
+Deno.test("resources: StatefulSets, DaemonSets and Jobs with kubectl's names; --to as Destination labels them", () => {
+  for (
+    const [text, kind] of [
+      ["sts/db", "statefulset"],
+      ["statefulset/db", "statefulset"],
+      ["statefulsets/db", "statefulset"],
+      ["ds/db", "daemonset"],
+      ["daemonset/db", "daemonset"],
+      ["daemonsets/db", "daemonset"],
+      ["job/db", "job"],
+      ["jobs/db", "job"],
+    ] as const
+  ) {
+    assert.deepEqual(parseResource(text, "a", "resource"), { namespace: "a", kind, name: "db" }, text);
+  }
+  assert.throws(
+    () => parseResource("cronjob/db", "a", "resource"),
+    /"cronjob\/db" is not a resource; use deploy\/NAME, sts\/NAME, ds\/NAME, job\/NAME, pod\/NAME or ns\/NAME/,
+  );
+  assert.throws(() => parseResource("sts", "a", "resource"), /names no statefulset; use sts\/NAME/);
+  const label = (to: string) => {
+    const o = observeRequest(parseTapRequest({ namespace: "a", resource: "deploy/web", to }), 1);
+    const ms = o.match!.match!.$case === "all" ? o.match!.match!.value.matches : [];
+    return ms.map((m) =>
+      m.match?.$case === "destinationLabel" ? [m.match.value.key, m.match.value.value] : []
+    );
+  };
+  assert.deepEqual(label("sts/db"), [["namespace", "a"], ["statefulset", "db"]]);
+  assert.deepEqual(label("ds/agent"), [["namespace", "a"], ["daemonset", "agent"]]);
+  // Linkerd's label for a Job's pods (`job` is Prometheus' own target label).
+  assert.deepEqual(label("job/migrate"), [["namespace", "a"], ["k8s_job", "migrate"]]);
+});

@@ -2,7 +2,8 @@
  * Which pods a tap reaches: the pods of the target resource that run a proxy of this control plane and
  * have an address. A Deployment's pods are found by their ReplicaSet owner, whose name is the
  * Deployment's name and the pod's `pod-template-hash` (how the Deployment controller names them), so
- * the component needs no access to Deployments or ReplicaSets.
+ * the component needs no access to Deployments or ReplicaSets; a StatefulSet's, DaemonSet's or Job's pods
+ * by their controller owner reference, which names it.
  */
 import type { ResourceRef } from "./request.ts";
 
@@ -25,6 +26,12 @@ export interface TapTarget {
 
 const CONTROL_PLANE_NS_LABEL = "linkerd.io/control-plane-ns";
 
+const OWNER_KIND: Partial<Record<ResourceRef["kind"], string>> = {
+  statefulset: "StatefulSet",
+  daemonset: "DaemonSet",
+  job: "Job",
+};
+
 function belongsTo(pod: PodLike, ref: ResourceRef): boolean {
   if (pod.metadata.namespace !== ref.namespace) return false;
   switch (ref.kind) {
@@ -36,6 +43,13 @@ function belongsTo(pod: PodLike, ref: ResourceRef): boolean {
       const hash = pod.metadata.labels?.["pod-template-hash"];
       const owner = pod.metadata.ownerReferences?.find((o) => o.controller && o.kind === "ReplicaSet");
       return hash !== undefined && owner?.name === `${ref.name}-${hash}`;
+    }
+    default: {
+      // StatefulSets, DaemonSets and Jobs own their pods directly.
+      const owner = pod.metadata.ownerReferences?.find((o) =>
+        o.controller && o.kind === OWNER_KIND[ref.kind]
+      );
+      return owner !== undefined && owner.name === ref.name;
     }
   }
 }

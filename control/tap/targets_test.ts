@@ -68,3 +68,29 @@ Deno.test("no tappable pods: the reason says which (none, none running, none mes
   const one = selectTargets([pod("x"), pod("y")], { namespace: "a", kind: "pod", name: "y" }, "weft");
   assert.deepEqual(one, { kind: "ok", targets: [{ namespace: "a", name: "y", ip: "10.0.0.1" }] });
 });
+
+Deno.test("a StatefulSet's, DaemonSet's or Job's pods are those it controls, by name and kind", () => {
+  const owned = (name: string, kind: string, owner: string, controller = true): PodLike => ({
+    ...pod(name),
+    metadata: { ...pod(name).metadata, ownerReferences: [{ kind, name: owner, controller }] },
+  });
+  const pods = [
+    owned("db-0", "StatefulSet", "db"),
+    owned("db-1", "StatefulSet", "db"),
+    owned("db-x", "DaemonSet", "db"),
+    owned("dbx-0", "StatefulSet", "dbx"),
+    owned("agent-a", "DaemonSet", "agent"),
+    owned("migrate-q", "Job", "migrate"),
+    // Owned but not controlled (e.g. adopted by a tool): not the StatefulSet's pod.
+    owned("db-9", "StatefulSet", "db", false),
+  ];
+  const names = (kind: "statefulset" | "daemonset" | "job", name: string) => {
+    const s = selectTargets(pods, { namespace: "a", kind, name }, "weft");
+    return s.kind === "ok" ? s.targets.map((t) => t.name) : s.message;
+  };
+  assert.deepEqual(names("statefulset", "db"), ["db-0", "db-1"]);
+  assert.deepEqual(names("daemonset", "db"), ["db-x"]);
+  assert.deepEqual(names("daemonset", "agent"), ["agent-a"]);
+  assert.deepEqual(names("job", "migrate"), ["migrate-q"]);
+  assert.equal(names("job", "db"), "no pods found for job a/db");
+});
