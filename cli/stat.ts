@@ -12,6 +12,9 @@ import type { PromSample } from "./prometheus.ts";
 import { isSuccess } from "./routes.ts";
 import { planStat, type StatPlan, type StatQueryName } from "./stat_plan.ts";
 import { routeStatOptions, runRouteStat } from "./stat_routes.ts";
+import { ROUTE_KINDS } from "./route_kinds.ts";
+
+const ROUTE_KIND_NAMES = ROUTE_KINDS.map((k) => [k.short, ...k.aliases].join("|")).join(", ");
 import {
   type Cell,
   fmtBytesRate,
@@ -214,7 +217,16 @@ export function statOptions(args: readonly string[], defaultNs: () => string): {
   if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`);
   const all = f.bools.has("all-namespaces");
   const ns = all ? undefined : f.values.get("namespace") ?? defaultNs();
-  const target = parseTarget(name ? `${what}/${name}` : what, ns);
+  let target: Target;
+  try {
+    target = parseTarget(name ? `${what}/${name}` : what, ns);
+  } catch (e) {
+    // stat takes route kinds too (cli/stat_routes.ts); the workload kinds' message alone would hide them.
+    if (e instanceof UsageError && e.message.includes("is not a resource kind")) {
+      throw new UsageError(`${e.message.replace(/\)$/, "")}, or a route kind: ${ROUTE_KIND_NAMES})`);
+    }
+    throw e;
+  }
   const side = (flag: string) => {
     const t = f.values.get(flag);
     if (!t) return undefined;

@@ -4,7 +4,7 @@ import { parseFlags } from "./flags.ts";
 import { parseTarget } from "./kinds.ts";
 import { findRouteKind } from "./route_kinds.ts";
 import { foldRoutes, routeQueries } from "./routes.ts";
-import { STAT_FLAGS } from "./stat.ts";
+import { STAT_FLAGS, statOptions } from "./stat.ts";
 import { renderRouteStat, routeStatOptions, routeStatRows } from "./stat_routes.ts";
 
 const opts = (args: string[]) => routeStatOptions(parseFlags(args, STAT_FLAGS), () => "ctx-ns");
@@ -158,5 +158,17 @@ Deno.test("stat route rows: per route and parent, the route's own namespace, a p
   assert.match(
     renderRouteStat(spRows, false, false),
     /^web\.demo\.svc\.cluster\.local\s+svc\/web:8080\s+90\.00%\s+1\.0rps\s+3ms/m,
+  );
+});
+
+Deno.test("stat: a kind that is neither a workload nor a route kind names both lists", () => {
+  assert.throws(
+    () => statOptions(["routes"], () => "ns"),
+    (e: Error) =>
+      e instanceof UsageError &&
+      /"routes" is not a resource kind \(one of deploy\|deployment, /.test(e.message) &&
+      e.message.endsWith(
+        "or a route kind: httproute|httproutes|hr, grpcroute|grpcroutes, sp|serviceprofile|serviceprofiles)",
+      ),
   );
 });
