@@ -80,7 +80,8 @@ export class EndpointIndex {
   readonly #lookups: Lookups;
   readonly #topics = new Map<string, Topic>();
   readonly #byService = new Map<string, Set<Topic>>();
-  readonly #byPod = new Map<string, Set<Topic>>();
+  /** Topics built from each pod: most pods back one topic, held without a Set of its own. */
+  readonly #byPod = new Map<string, Topic | Set<Topic>>();
   readonly #dirty = new Set<Topic>();
   #scheduled = false;
   #flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -167,7 +168,11 @@ export class EndpointIndex {
       slice(n);
     });
     s.endpointSlices.onDelete(slice);
-    const pod = (o: Pod) => this.#markAll(this.#byPod.get(`${o.metadata.namespace}/${o.metadata.name}`));
+    const pod = (o: Pod) => {
+      const held = this.#byPod.get(`${o.metadata.namespace}/${o.metadata.name}`);
+      if (held instanceof Set) this.#markAll(held);
+      else if (held) this.#mark(held);
+    };
     s.pods.onAdd(pod);
     s.pods.onUpdate((_o, n) => pod(n));
     s.pods.onDelete(pod);
@@ -291,14 +296,18 @@ export class EndpointIndex {
   #setPods(t: Topic, before: Set<string> | undefined, after: Set<string> | undefined): void {
     for (const k of before ?? []) {
       if (after?.has(k)) continue;
-      const set = this.#byPod.get(k);
-      set?.delete(t);
-      if (set?.size === 0) this.#byPod.delete(k);
+      const held = this.#byPod.get(k);
+      if (held === t) this.#byPod.delete(k);
+      else if (held instanceof Set) {
+        held.delete(t);
+        if (held.size === 1) this.#byPod.set(k, held.values().next().value!);
+      }
     }
     for (const k of after ?? []) {
-      let set = this.#byPod.get(k);
-      if (!set) this.#byPod.set(k, set = new Set());
-      set.add(t);
+      const held = this.#byPod.get(k);
+      if (held === undefined) this.#byPod.set(k, t);
+      else if (held instanceof Set) held.add(t);
+      else if (held !== t) this.#byPod.set(k, new Set([held, t]));
     }
   }
 

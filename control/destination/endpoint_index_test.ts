@@ -224,3 +224,45 @@ Deno.test("fan-out: a large fan-out yields to the event loop between slices and 
     await t.stop();
   }
 });
+
+Deno.test("a pod behind two services: its changes reach both topics, and the one left after the other is dropped", async () => {
+  const t = await setup({ coalesceWindowMs: 0 });
+  try {
+    t.apply("services", service("ns", "api"));
+    t.setIps(["a", "b"]);
+    t.apply("endpointslices", slice("ns", "api", [{ ip: "10.0.0.1", pod: "a" }]));
+    await settle();
+    const web = recorder();
+    const api = recorder();
+    t.index.subscribe(REQ, web.sub);
+    const dropApi = t.index.subscribe({ ...REQ, service: "api" }, api.sub);
+    const sa = (r: ReturnType<typeof recorder>) => {
+      const u = Update.decode(r.frames.at(-1)!).update;
+      return u?.$case === "add" ? u.value.addrs.map((a) => a.metricLabels.serviceaccount) : [];
+    };
+
+    // Pod a backs both topics: a new service account goes to both.
+    t.apply("pods", pod("ns", "a", "10.0.0.1", { meshed: true, sa: "first" }));
+    await settle();
+    assert.deepEqual(sa(web), ["first"]);
+    assert.deepEqual(sa(api), ["first"]);
+
+    // With api's topic gone, pod a still reaches web's.
+    dropApi();
+    const apiFrames = api.frames.length;
+    t.apply("pods", pod("ns", "a", "10.0.0.1", { meshed: true, sa: "second" }));
+    await settle();
+    assert.deepEqual(sa(web), ["second"]);
+    assert.equal(api.frames.length, apiFrames, "an unsubscribed stream gets nothing");
+
+    // A pod that no longer backs any watched topic changes nothing.
+    t.setIps(["b"]);
+    await settle();
+    const webFrames = web.frames.length;
+    t.apply("pods", pod("ns", "a", "10.0.0.1", { meshed: true, sa: "third" }));
+    await settle();
+    assert.equal(web.frames.length, webFrames);
+  } finally {
+    await t.stop();
+  }
+});

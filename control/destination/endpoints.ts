@@ -45,7 +45,6 @@ export interface Endpoint {
   zone?: string;
   /** Zones this endpoint is hinted for; undefined when the slice gives no hint. */
   forZones?: string[];
-  podKey?: string;
   /**
    * The encoded WeightedAddr without `zone_locality`, which depends on the client: frames append
    * that one map entry per client locality (see frame.ts). Only the bytes are kept, not the
@@ -53,7 +52,8 @@ export interface Endpoint {
    */
   base: Uint8Array;
   /** The slice fields and pod object it was built from: while they are the same it is reused. */
-  basis?: { fields: string; pod: Pod };
+  basisFields?: string;
+  basisPod?: Pod;
 }
 
 export interface EndpointSet {
@@ -127,7 +127,7 @@ export function computeEndpoints(
 ): EndpointSet {
   const prior = new Map<string, Endpoint>();
   if (reuse.previous?.generation === reuse.generation) {
-    for (const e of reuse.previous.endpoints) if (e.basis) prior.set(e.key, e);
+    for (const e of reuse.previous.endpoints) if (e.basisPod) prior.set(e.key, e);
   }
   const ready: [SliceEndpoint, string, number][] = [];
   const serving: [SliceEndpoint, string, number][] = [];
@@ -187,7 +187,7 @@ export function computeEndpoints(
       if (!pod) continue;
       fields = basisFields(ep);
       const before = prior.get(key);
-      if (before?.basis?.pod === pod && before.basis.fields === fields) {
+      if (before !== undefined && before.basisPod === pod && before.basisFields === fields) {
         out.push(before);
         continue;
       }
@@ -202,9 +202,9 @@ export function computeEndpoints(
       nodeName,
       zone,
       forZones,
-      podKey: pod ? `${pod.metadata.namespace}/${pod.metadata.name}` : undefined,
       base: WeightedAddr.encode(weightedAddr(ip, target, pod, zone, lookups, config)).finish(),
-      basis: pod ? { fields, pod } : undefined,
+      basisFields: pod ? fields : undefined,
+      basisPod: pod,
     });
   }
   return {
