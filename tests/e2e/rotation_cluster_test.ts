@@ -1,9 +1,12 @@
 // Cluster e2e (issue 21): with the demo's HTTP/1 (web-load -> web -> api), gRPC and TCP load running the whole
 // time, `deno task rotate anchor` replaces the trust anchor with the full procedure, then `deno task rotate issuer`
-// replaces the issuer under the new anchor. Asserts: no failed request on any load client, no error counted by
-// any demo proxy (refused or failed connections), no container restart and no pod replaced (demo and control
-// plane), and at the end every proxy's leaf from the installed issuer, every proxy trusting only the new anchor,
-// the old anchor out of the bundle. Prints the time each rotation took and the requests made during it.
+// replaces the issuer under the new anchor. Asserts: no failed request on any load client; no error counted by
+// any proxy of the demo or of the control plane (a refused or failed connection, a TLS handshake refused either
+// way, a failed call or stream of the proxies' destination, policy and identity clients, a failed Certify, a
+// refused trust bundle) nor a Certify refused by identity (see PROXY_ERROR_SERIES and newErrors for the two
+// counts that are printed, not asserted); no container restart and no pod replaced (demo and control plane);
+// and at the end every proxy's leaf from the installed issuer, every proxy trusting only the new anchor, the old
+// anchor out of the bundle. Prints the time each rotation took and the requests made during it.
 //
 // Hold /tmp/weft/cluster.lock while running it (it rewrites the mesh's trust anchor). Needs issue 21's proxy
 // and identity parts (live trust bundle, metrics of the rotation contract). Bounded: each wait of the command
@@ -20,6 +23,7 @@ import {
   type Json,
   kjson,
   KUBECONFIG,
+  kubectl,
   requireMesh,
   rolloutStatus,
 } from "./lib/kube.ts";
@@ -143,55 +147,130 @@ function fmtCounts(c: LoadCounts): string {
   ).join(", ");
 }
 
-const ERROR_METRICS = [
-  "inbound_tcp_errors_total",
-  "outbound_tcp_errors_total",
-  "inbound_http_errors_total",
-  "outbound_http_errors_total",
+/**
+ * Counters that must not grow while the rotations run, on every proxy of the demo and of the control plane.
+ * Together they cover each hop a rotation can break: a TLS handshake refused either way (`inbound/
+ * outbound_tcp_errors_total{error="tls_*"}`, an unauthenticated direct connection, a meshed connect), a request
+ * the proxy failed itself (`*_http_errors_total`), a peer no longer recognised by its identity
+ * (`inbound_tcp_authz_deny_total`), the proxy's control-plane clients — destination, policy and identity, a
+ * `control_response_total` with `classification="failure"` (a stream or call that failed, TLS to the controller
+ * included) — a Certify that failed (`identity_cert_refresh_total{result="failure"}`) and a trust bundle refused
+ * while the command rewrote it (`weft_identity_trust_bundle_reloads_total{result="error"}`).
+ */
+const PROXY_ERROR_SERIES: { name: string; match?: Record<string, string> }[] = [
+  { name: "inbound_tcp_errors_total" },
+  { name: "outbound_tcp_errors_total" },
+  { name: "inbound_http_errors_total" },
+  { name: "outbound_http_errors_total" },
+  { name: "inbound_tcp_authz_deny_total" },
+  { name: "control_response_total", match: { classification: "failure" } },
+  { name: "identity_cert_refresh_total", match: { result: "failure" } },
+  { name: "weft_identity_trust_bundle_reloads_total", match: { result: "error" } },
 ];
+/** Identity's own side of Certify: every refused request, by reason (admin port of the identity container). */
+const IDENTITY_ADMIN_PORT = 9990;
 
-async function proxyScrape(p: Json): Promise<Sample[]> {
-  const res = await fetch(`http://${p.status.podIP}:${PROXY_ADMIN_PORT}/metrics`, {
-    signal: AbortSignal.timeout(5000),
-  });
+async function scrape(ip: string, port: number): Promise<Sample[]> {
+  const res = await fetch(`http://${ip}:${port}/metrics`, { signal: AbortSignal.timeout(5000) });
   return parseMetrics(await res.text());
 }
 
-/** Errors the demo's proxies counted themselves (a refused handshake, a failed connection), per pod and kind. */
-async function proxyErrors(pods: Json[]): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
+async function proxyScrape(p: Json): Promise<Sample[]> {
+  return await scrape(p.status.podIP, PROXY_ADMIN_PORT);
+}
+
+/** One error count: which pod's proxy (or controller), which series, and the pod's IP to tell its own hops. */
+interface ErrorCount {
+  pod: string;
+  podIP: string;
+  key: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * The error counters of every proxy in `pods` (a pod that cannot be scraped fails the test: it must not count as
+ * clean) and identity's refused Certify requests, keyed by pod, series and labels.
+ */
+async function errorCounts(pods: Json[]): Promise<Map<string, ErrorCount>> {
+  const out = new Map<string, ErrorCount>();
+  const add = (p: Json, s: Sample) => {
+    const pod = `${p.metadata.namespace}/${p.metadata.name}`;
+    const key = `${pod} ${s.name}${JSON.stringify(s.labels)}`;
+    const prev = out.get(key);
+    if (prev) prev.value += s.value;
+    else out.set(key, { pod, podIP: p.status.podIP, key, labels: s.labels, value: s.value });
+  };
   for (const p of pods) {
     const m = await proxyScrape(p);
-    for (const name of ERROR_METRICS) {
-      for (const s of select(m, name)) {
-        const key = `${p.metadata.name} ${name}${JSON.stringify(s.labels)}`;
-        out.set(key, (out.get(key) ?? 0) + s.value);
-      }
+    for (const { name, match } of PROXY_ERROR_SERIES) for (const s of select(m, name, match)) add(p, s);
+    if (p.metadata.labels?.["linkerd.io/control-plane-component"] === "identity") {
+      const im = await scrape(p.status.podIP, IDENTITY_ADMIN_PORT);
+      for (const s of select(im, "identity_certificates_rejected_total")) add(p, s);
     }
   }
   return out;
 }
 
 /**
- * New error counts on the hops rotation can break (proxy to proxy: TLS, identity, authorization), leaving out
- * two that it cannot cause: protocol-detection timeouts (the connection is then forwarded as TCP, as Linkerd
- * does; they come from the client — hyper's pool parks a spare connection idle) and the inbound proxy's
- * connects to its own application on the pod's address (a hop without TLS; seen once in CI on a loaded
- * machine, 9 for one gRPC pod, with no failed request, and said in the test output).
+ * Why two counts are printed and not asserted: neither involves a certificate, so neither is a TLS or trust
+ * failure, which is what a rotation can cause.
+ * - `detect_timeout`: the client sent nothing within the detect timeout. Outbound, detection reads the
+ *   application's plaintext before any TLS; inbound, it starts only after the TLS handshake succeeded (or on a
+ *   plaintext connection). Nothing is refused either: the connection is forwarded as TCP, as Linkerd does. The
+ *   one seen (web-load → web) came from the client: Deno's fetch (hyper's pool) opens a spare connection while
+ *   waiting for a busy one and parks it idle.
+ * - `inbound_tcp_errors_total{error="connect"}` to the pod's own address: the inbound proxy's plaintext connect to
+ *   its own application, made after the client's handshake and authorization succeeded, so no certificate
+ *   decides it. Seen once in CI (9 for one gRPC pod, 0 failed requests; the log lines were not kept). A likely
+ *   cause, reproduced off-cluster: when the proxy's event loop stalls longer than the inbound connect timeout
+ *   (300 ms), the timer runs before the completed connect is delivered and a loopback connect the kernel
+ *   finished at once counts as `timed out after 300ms` (proxy/transport/connect.ts). On two shared cores a
+ *   stall is load, which a rotation adds to (renewals), but the error does not come from TLS or trust. The
+ *   proxy logs each one (`refused: connect to …`) and the test prints those lines: which peer, which error.
+ * Anything else, on any proxy, fails the test.
  */
-function newErrors(before: Map<string, number>, after: Map<string, number>): string[] {
-  const out: string[] = [];
-  for (const [k, v] of after) {
-    const d = v - (before.get(k) ?? 0);
+function isLocalConnect(c: ErrorCount): boolean {
+  return c.key.includes(" inbound_tcp_errors_total{") && c.labels.error === "connect" &&
+    (c.labels.target_addr ?? "").startsWith(`${c.podIP}:`);
+}
+
+function newErrors(
+  before: Map<string, ErrorCount>,
+  after: Map<string, ErrorCount>,
+): { errors: string[]; excluded: ErrorCount[] } {
+  const errors: string[] = [], excluded: ErrorCount[] = [];
+  for (const [k, c] of after) {
+    const d = c.value - (before.get(k)?.value ?? 0);
     if (d <= 0) continue;
-    const local = k.includes(" inbound_tcp_errors_total") && k.includes('"error":"connect"');
-    if (k.includes('"error":"detect_timeout"') || local) {
-      console.log(`not a rotation error (see newErrors): ${k} +${d}`);
-      continue;
-    }
-    out.push(`${k} +${d}`);
+    if (c.labels.error === "detect_timeout" || isLocalConnect(c)) excluded.push({ ...c, value: d });
+    else errors.push(`${k} +${d}`);
   }
-  return out;
+  return { errors, excluded };
+}
+
+/** Prints the excluded counts and, for local connects, the proxy's own log lines since `since` (their cause). */
+async function printExcluded(excluded: ErrorCount[], since: Date): Promise<void> {
+  if (excluded.length === 0) {
+    console.log("no protocol-detection timeout and no inbound connect error to a local application");
+    return;
+  }
+  for (const c of excluded) console.log(`not a rotation error (see newErrors): ${c.key} +${c.value}`);
+  for (const pod of new Set(excluded.filter(isLocalConnect).map((c) => c.pod))) {
+    const [ns, name] = pod.split("/");
+    const r = await kubectl([
+      "-n",
+      ns,
+      "logs",
+      name,
+      "-c",
+      "linkerd-proxy",
+      `--since-time=${since.toISOString()}`,
+    ], { timeoutMs: 15_000 });
+    const lines = r.stdout.split("\n").filter((l) => l.includes("refused: connect to"));
+    console.log(`${pod} proxy log, inbound connects refused since ${since.toISOString()} (${lines.length}):`);
+    for (const l of lines.slice(0, 20)) console.log(`  ${l}`);
+  }
 }
 
 /** Every pod of the namespaces by uid, with its containers' restart total. */
@@ -280,7 +359,24 @@ Deno.test({
           return quiet;
         }, { timeoutMs: 90_000, intervalMs: 0, describe: () => fmtCounts(window) });
         const snap0 = await podSnapshot([ns, CONTROL_PLANE_NS]);
-        const err0 = await proxyErrors(pods);
+        // The demo's proxies and the control plane's (identity, destination and policy, …): the hops from the
+        // proxies to the controllers go through the latter.
+        const watched = (await meshedPods()).filter((p) =>
+          p.metadata.namespace === ns || p.metadata.namespace === CONTROL_PLANE_NS
+        );
+        const controlPlane = watched.filter((p) => p.metadata.namespace === CONTROL_PLANE_NS);
+        assert.ok(
+          controlPlane.some((p) => p.metadata.labels?.["linkerd.io/control-plane-component"] === "identity"),
+          "the identity pod is meshed and watched",
+        );
+        console.log(
+          `errors watched on ${watched.length} proxies: the demo's ${
+            watched.length - controlPlane.length
+          } and ` +
+            `the control plane's ${controlPlane.map((p) => p.metadata.name).join(", ")}`,
+        );
+        const since = new Date();
+        const err0 = await errorCounts(watched);
         const load0 = await loadCounts(loadPods);
         console.log(`before the rotations (start-up included): ${fmtCounts(load0)}`);
 
@@ -338,10 +434,12 @@ Deno.test({
           assert.ok(v.success > 0, `${k} carried no request during the rotations`);
           assert.equal(v.failure, 0, `${k}: ${v.failure} failed requests during the rotations`);
         }
+        const { errors, excluded } = newErrors(err0, await errorCounts(watched));
+        await printExcluded(excluded, since);
         assert.deepEqual(
-          newErrors(err0, await proxyErrors(pods)),
+          errors,
           [],
-          "errors counted by the demo's proxies",
+          "errors counted by the demo's and the control plane's proxies, or identity",
         );
         assert.deepEqual(
           podChanges(snap0, await podSnapshot([ns, CONTROL_PLANE_NS])),
@@ -352,8 +450,8 @@ Deno.test({
           `rotation e2e: ${mesh.length} meshed pods on issuer ${issuerAfter.slice(0, 12)} under anchor ` +
             `${newAnchor.slice(0, 12)} (old anchor ${
               oldAnchor.slice(0, 12)
-            } gone); 0 failed requests, 0 proxy ` +
-            `errors, 0 restarts`,
+            } gone); 0 failed requests, 0 errors ` +
+            `on ${watched.length} proxies, 0 restarts`,
         );
         console.log(JSON.stringify({
           anchorRotationSeconds: anchor.seconds,
@@ -361,6 +459,8 @@ Deno.test({
           duringAnchor: dAnchor,
           duringIssuer: dIssuer,
           meshedPods: mesh.length,
+          proxiesWatchedForErrors: watched.length,
+          notRotationErrors: Object.fromEntries(excluded.map((c) => [c.key, c.value])),
         }));
       });
       passed = true;
