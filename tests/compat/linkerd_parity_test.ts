@@ -57,6 +57,12 @@ Deno.test("Linkerd parity: each manifest gets Linkerd's verdict from a server-si
     );
     const differ = results.filter((r) => !r.agree);
     console.log(`Linkerd parity: ${results.length - differ.length} of ${results.length} verdicts agree`);
+    // WEFT_COMPAT_SHOW=1 prints every refusal weft gives, to pick a case's message fragment from.
+    if (Deno.env.get("WEFT_COMPAT_SHOW") === "1") {
+      for (const r of results.filter((r) => r.c.verdict === "refuse")) {
+        console.log(`  REFUSAL ${r.c.file} ${r.c.kind}/${r.c.name}: ${r.detail}`);
+      }
+    }
     for (const r of differ) {
       console.log(`  DIFFERS ${r.c.file} ${r.c.apiVersion} ${r.c.kind}/${r.c.name}: ${r.detail}`);
     }

@@ -1,8 +1,9 @@
 /**
  * The compatibility suite's cases: every document under `manifests/` carries the verdict Linkerd
- * gives it (`compat.weft.io/linkerd: accept | refuse`) and, for a refusal, a word weft's message
- * must contain (`compat.weft.io/message`), so a refusal for the wrong reason (a missing CRD, a
- * typo in the case) does not count as agreement.
+ * gives it (`compat.weft.io/linkerd: accept | refuse`) and, for a refusal, text weft's message
+ * must contain (`compat.weft.io/message`: the distinctive part of the message, never one bare
+ * word), so a refusal for the wrong reason (a missing CRD, a typo in the case, another field) does
+ * not count as agreement.
  */
 import { parseAllDocuments } from "yaml";
 
@@ -55,6 +56,8 @@ export const SERVED: readonly string[] = [
   "linkerd.io/v1alpha2/ServiceProfile",
 ];
 
+const BARE_WORD = /^[\p{L}\p{N}_.-]+$/u;
+
 export class CaseError extends Error {
   override name = "CaseError";
 }
@@ -87,6 +90,13 @@ export function parseCases(file: string, text: string): Case[] {
     const message = ann[MESSAGE];
     if (verdict === "refuse" && (typeof message !== "string" || message === "")) {
       throw new CaseError(`${where} (${o.kind} ${name}): a refusal needs ${MESSAGE}`);
+    }
+    // One bare word ("port", "rule") is in many refusals, so a refusal for another reason would agree.
+    if (typeof message === "string" && BARE_WORD.test(message)) {
+      throw new CaseError(
+        `${where} (${o.kind} ${name}): ${MESSAGE} "${message}" is one bare word; ` +
+          "use the distinctive part of weft's message, with the field path",
+      );
     }
     out.push({
       file,
