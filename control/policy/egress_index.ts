@@ -14,7 +14,6 @@ import type {
   HttpRoute as ProtoHttpRoute,
   HttpRoute_Filter,
   OpaqueRoute,
-  OpaqueRoute_Filter,
   OutboundPolicy,
   ProxyProtocol,
   TlsRoute as ProtoTlsRoute,
@@ -47,7 +46,8 @@ import {
   routeOrder,
 } from "./route_convert.ts";
 import type { PolicyStore } from "./store.ts";
-import { serviceBackend } from "./outbound_index.ts";
+import { serviceRefBackend } from "./outbound_index.ts";
+import { type L4Parent, l4TcpRoute, l4TlsRoute, type ResolvedBackend } from "./l4_routes.ts";
 
 /** Linkerd's default for the namespace whose EgressNetworks apply to clients of every namespace. */
 export const DEFAULT_GLOBAL_EGRESS_NETWORK_NAMESPACE = "linkerd-egress";
@@ -206,9 +206,6 @@ function forwardBackend(en: EgressNetwork, addr: TcpAddress, port: number, cfg: 
   };
 }
 
-/** What a route's backendRef resolves to under an EgressNetwork parent. */
-type ResolvedBackend = { backend: Backend; invalid?: string };
-
 function resolveBackend(
   store: PolicyStore,
   ref: BackendRef,
@@ -216,7 +213,7 @@ function resolveBackend(
   en: EgressNetwork,
   addr: TcpAddress,
   cfg: PolicyConfig,
-): ResolvedBackend {
+): ResolvedBackend<Backend> {
   if (isEgressNetworkRef(ref)) {
     const ns = ref.namespace ?? routeNs;
     const meta = egressMeta(ref.name, ns, ref.port ?? addr.port);
@@ -231,18 +228,7 @@ function resolveBackend(
         : `EgressNetwork not found ${ref.name}`,
     };
   }
-  const kind = ref.kind ?? "Service";
-  if (lower(kind) === "service" && ["", "core"].includes(lower(ref.group))) {
-    const ns = ref.namespace ?? routeNs;
-    const port = ref.port ?? addr.port;
-    const exists = store.service(ns, ref.name) !== undefined;
-    const backend = serviceBackend(ref.name, ns, port, exists, cfg);
-    return exists ? { backend } : { backend, invalid: `Service not found ${ref.name}` };
-  }
-  return {
-    backend: { metadata: { kind: { $case: "default", value: "invalid" } }, queue: queue(cfg) },
-    invalid: `unsupported backend kind ${ref.group ?? ""}/${kind}`,
-  };
+  return serviceRefBackend(store, cfg, ref, routeNs, addr.port);
 }
 
 function httpFilters(filters: RouteFilter[] | undefined, field: string): HttpRoute_Filter[] {
@@ -348,52 +334,17 @@ function egressGrpcRoute(c: Ctx, route: GrpcRoute): ProtoGrpcRoute {
   };
 }
 
-/** TLS and opaque routes share one rule shape: a distribution, and filters that refuse. */
-function l4Rule(c: Ctx, route: TlsRoute | TcpRoute) {
-  const ns = route.metadata.namespace ?? "";
-  const refs = (route.spec?.rules ?? []).flatMap((r) => r.backendRefs ?? []);
-  if (refs.length === 0) {
-    return {
-      backends: {
-        kind: { $case: "firstAvailable" as const, value: { backends: [{ backend: c.deflt, filters: [] }] } },
-      },
-      filters: [],
-    };
-  }
-  return {
-    backends: {
-      kind: {
-        $case: "randomAvailable" as const,
-        value: {
-          backends: refs.map((ref) => {
-            const r = resolveBackend(c.store, ref, ns, c.en, c.addr, c.cfg);
-            const filters: OpaqueRoute_Filter[] = r.invalid
-              ? [{ kind: { $case: "invalid", value: { message: r.invalid } } }]
-              : [];
-            return { weight: ref.weight ?? 1, backend: { backend: r.backend, filters } };
-          }),
-        },
-      },
-    },
-    filters: [],
-  };
+/** The EgressNetwork as the parent of TLS and TCP routes. */
+function l4Parent(c: Ctx): L4Parent<Backend> {
+  return { deflt: c.deflt, resolve: (ref, ns) => resolveBackend(c.store, ref, ns, c.en, c.addr, c.cfg) };
 }
 
 function egressTlsRoute(c: Ctx, route: TlsRoute): ProtoTlsRoute {
-  return {
-    metadata: routeMetadata(GATEWAY_GROUP, "TLSRoute", route),
-    snis: (route.spec?.hostnames ?? []).map((h) => {
-      const m = hostMatch(h).match;
-      return m?.$case === "suffix"
-        ? { match: { $case: "suffix" as const, value: { reverseLabels: m.value.reverseLabels } } }
-        : { match: { $case: "exact" as const, value: m?.$case === "exact" ? m.value : h } };
-    }),
-    rules: [l4Rule(c, route)],
-  };
+  return l4TlsRoute(l4Parent(c), route);
 }
 
 function egressTcpRoute(c: Ctx, route: TcpRoute): OpaqueRoute {
-  return { metadata: routeMetadata(GATEWAY_GROUP, "TCPRoute", route), rules: [l4Rule(c, route)] };
+  return l4TcpRoute(l4Parent(c), route);
 }
 
 /**

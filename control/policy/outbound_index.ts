@@ -1,7 +1,9 @@
 /**
  * The outbound policy of one traffic target, computed purely from the store: a Service port
- * gets a balancer backend and its HTTPRoutes/GRPCRoutes (with timeouts, retries and failure
- * accrual from annotations), anything else the forward-to-original-destination fallback.
+ * gets a balancer backend and its GRPCRoutes, HTTPRoutes (with timeouts, retries and failure
+ * accrual from annotations), TLSRoutes or TCPRoutes, in that precedence as Linkerd's; an address
+ * under an EgressNetwork the egress policy; anything else the forward-to-original-destination
+ * fallback.
  */
 import type { Metadata } from "../../proto/gen/meta.ts";
 import type {
@@ -33,6 +35,8 @@ import type {
   RouteFilter,
   Service,
   ServicePort,
+  TcpRoute,
+  TlsRoute,
 } from "./resources.ts";
 import { GATEWAY_GROUP } from "./resources.ts";
 import { isServiceRef } from "./ref_kind.ts";
@@ -47,7 +51,8 @@ import {
   routeOrder,
 } from "./route_convert.ts";
 import type { PolicyStore } from "./store.ts";
-import { egressPolicy, resolveEgressNetwork } from "./egress_index.ts";
+import { egressMeta, egressPolicy, isEgressNetworkRef, resolveEgressNetwork } from "./egress_index.ts";
+import { type L4Parent, l4TcpRoute, l4TlsRoute, type ResolvedBackend } from "./l4_routes.ts";
 
 /** What a TrafficSpec resolved to. */
 export type OutboundTarget =
@@ -156,6 +161,68 @@ function forwardBackend(addr: TcpAddress, cfg: PolicyConfig): Backend {
   };
 }
 
+/**
+ * A backendRef of a TLS or TCP route that is not an EgressNetwork, as Linkerd resolves it under
+ * any parent: a Service (its port, else `defaultPort`) is a balancer, or invalid when it does not
+ * exist; any other kind is invalid.
+ */
+export function serviceRefBackend(
+  store: PolicyStore,
+  cfg: PolicyConfig,
+  ref: BackendRef,
+  routeNs: string,
+  defaultPort: number,
+): ResolvedBackend<Backend> {
+  const kind = ref.kind ?? "Service";
+  if (kind.toLowerCase() === "service" && ["", "core"].includes((ref.group ?? "").toLowerCase())) {
+    const ns = ref.namespace ?? routeNs;
+    const exists = store.service(ns, ref.name) !== undefined;
+    const backend = serviceBackend(ref.name, ns, ref.port ?? defaultPort, exists, cfg);
+    return exists ? { backend } : { backend, invalid: `Service not found ${ref.name}` };
+  }
+  return {
+    backend: { metadata: { kind: { $case: "default", value: "invalid" } }, queue: queue(cfg) },
+    invalid: `unsupported backend kind ${ref.group ?? ""}/${kind}`,
+  };
+}
+
+/** Linkerd's message for an EgressNetwork backend of a route whose parent is a Service. */
+export const EGRESS_BACKEND_SERVICE_PARENT = "EgressNetwork backends attach to EgressNetwork parents only";
+
+/** A Service port as the parent of TLS and TCP routes: rules without backends go to the Service. */
+function serviceL4Parent(
+  store: PolicyStore,
+  svc: Service,
+  port: number,
+  cfg: PolicyConfig,
+): L4Parent<Backend> {
+  return {
+    deflt: serviceBackend(svc.metadata.name, svc.metadata.namespace ?? "", port, true, cfg),
+    resolve: (ref, routeNs) => {
+      if (!isEgressNetworkRef(ref)) return serviceRefBackend(store, cfg, ref, routeNs, port);
+      const ns = ref.namespace ?? routeNs;
+      const exists = store.get("EgressNetwork", ns, ref.name) !== undefined;
+      return {
+        backend: { metadata: egressMeta(ref.name, ns, ref.port ?? port), queue: queue(cfg) },
+        invalid: exists ? EGRESS_BACKEND_SERVICE_PARENT : `EgressNetwork not found ${ref.name}`,
+      };
+    },
+  };
+}
+
+/** A TLSRoute or TCPRoute attached to a Service port, converted as the Service's policy sends it. */
+export function outboundL4Route(
+  store: PolicyStore,
+  kind: "TLSRoute" | "TCPRoute",
+  route: TlsRoute | TcpRoute,
+  svc: Service,
+  port: number,
+  cfg: PolicyConfig,
+) {
+  const parent = serviceL4Parent(store, svc, port, cfg);
+  return kind === "TLSRoute" ? l4TlsRoute(parent, route as TlsRoute) : l4TcpRoute(parent, route as TcpRoute);
+}
+
 const ALL = { headers: [], queryParams: [] };
 
 /** Linkerd's fallback: forward to the original destination, detecting HTTP. */
@@ -215,7 +282,7 @@ export function routeAttachesToService(
  * Routes for a Service port: consumer routes in the client's namespace win over the Service's
  * own (producer) routes, as GAMMA specifies.
  */
-function attached<T extends HttpRoute | GrpcRoute>(
+function attached<T extends HttpRoute | GrpcRoute | TlsRoute | TcpRoute>(
   candidates: (ns: string) => Iterable<T>,
   svc: Service,
   port: number,
@@ -417,10 +484,21 @@ export function servicePolicy(
       protocol: { kind: { $case: "grpc", value: { routes: grpcRoutes, failureAccrual: accrual } } },
     };
   }
+  const l4Parent = serviceL4Parent(store, svc, port, cfg);
+  const tlsRoutes = () =>
+    attached((n) => store.list<TlsRoute>("TLSRoute", n), svc, port, srcNs)
+      .flatMap((r) => convertOrSkip(() => l4TlsRoute(l4Parent, r)));
+  const tcpRoutes = () =>
+    attached((n) => store.list<TcpRoute>("TCPRoute", n), svc, port, srcNs)
+      .flatMap((r) => convertOrSkip(() => l4TcpRoute(l4Parent, r)));
   if (isOpaquePort(svc, sp)) {
+    // As Linkerd: an opaque port is routed by its TCPRoutes, if any; other kinds do not apply.
+    const tcp = tcpRoutes();
     return {
       metadata: meta,
-      protocol: { kind: { $case: "opaque", value: { routes: [opaqueRoute(meta, backend)] } } },
+      protocol: {
+        kind: { $case: "opaque", value: { routes: tcp.length > 0 ? tcp : [opaqueRoute(meta, backend)] } },
+      },
     };
   }
   const httpCandidates = (n: string) => [...store.httpRoutes(n)].map((x) => x.route);
@@ -432,6 +510,18 @@ export function servicePolicy(
     .flatMap((r) =>
       convertOrSkip(() => outboundHttpRoute(store, groups.get(r) ?? GATEWAY_GROUP, r, svc, port, cfg))
     );
+  // Without HTTP routes, a port with no appProtocol is routed by its TLSRoutes, else its
+  // TCPRoutes (Linkerd's precedence); the Service itself is their parent, so no default route.
+  if (routes.length === 0 && sp?.appProtocol !== "kubernetes.io/h2c" && sp?.appProtocol !== "http") {
+    const tls = tlsRoutes();
+    if (tls.length > 0) {
+      return { metadata: meta, protocol: { kind: { $case: "tls", value: { routes: tls } } } };
+    }
+    const tcp = tcpRoutes();
+    if (tcp.length > 0) {
+      return { metadata: meta, protocol: { kind: { $case: "opaque", value: { routes: tcp } } } };
+    }
+  }
   if (routes.length === 0) {
     const objs = [svc];
     routes = [{
@@ -478,10 +568,13 @@ export function targetShareKey(store: PolicyStore, target: OutboundTarget): stri
   if (target.kind === "fallback") return `addr|${fromIpAddress(target.addr.ip!)}|${target.addr.port}`;
   if (target.kind === "egress") return undefined;
   const svc = target.service, svcNs = svc.metadata.namespace ?? "", srcNs = target.sourceNamespace;
-  const attaches = (r: HttpRoute | GrpcRoute) => routeAttachesToService(r, svc, target.port);
+  const attaches = (r: HttpRoute | GrpcRoute | TlsRoute | TcpRoute) =>
+    routeAttachesToService(r, svc, target.port);
   const consumer = srcNs !== undefined && srcNs !== svcNs &&
     ([...store.httpRoutes(srcNs)].some((r) => attaches(r.route)) ||
-      [...store.grpcRoutes(srcNs)].some(attaches));
+      [...store.grpcRoutes(srcNs)].some(attaches) ||
+      [...store.list<TlsRoute>("TLSRoute", srcNs)].some(attaches) ||
+      [...store.list<TcpRoute>("TCPRoute", srcNs)].some(attaches));
   return `svc|${svcNs}/${svc.metadata.name}|${target.port}|${consumer ? srcNs : ""}`;
 }
 

@@ -15,7 +15,7 @@ import {
   probePaths,
   serverSelectsPort,
 } from "./inbound_index.ts";
-import { outboundGrpcRoute, outboundHttpRoute } from "./outbound_index.ts";
+import { outboundGrpcRoute, outboundHttpRoute, outboundL4Route } from "./outbound_index.ts";
 import type {
   Condition,
   EgressNetwork,
@@ -192,14 +192,11 @@ export function routeStatus(
         refuse("NoMatchingParent", `Service ${parentNs}/${parentRef.name} has no port ${parentRef.port}`);
       } else if (conflicted(store, kind, key)) {
         refuse(CONFLICTED_REASON, conflictMessage(kind));
-      } else if (isL4(kind)) {
-        // Linkerd routes Service traffic by these; weft's Service policy does not yet, so say so.
-        problem =
-          `weft applies ${kind}s only to EgressNetwork parents; Service traffic is not routed by them yet`;
       } else {
         try {
           const port = parentRef.port ?? svc.spec?.ports?.[0]?.port ?? 80;
           if (kind === "GRPCRoute") outboundGrpcRoute(store, route as GrpcRoute, svc, port, cfg);
+          else if (isL4(kind)) outboundL4Route(store, kind as "TLSRoute" | "TCPRoute", route, svc, port, cfg);
           else outboundHttpRoute(store, group, route as HttpRoute, svc, port, cfg);
         } catch (e) {
           problem = (e as Error).message;

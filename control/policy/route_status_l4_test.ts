@@ -169,7 +169,7 @@ Deno.test("HTTPRoute and GRPCRoute with an EgressNetwork parent get status too",
   assertEquals([c[0].status, c[0].reason, c[1].reason], ["False", "UnsupportedValue", "ResolvedRefs"]);
 });
 
-Deno.test("TLSRoute and TCPRoute with a Service parent: Linkerd's parentRef and ResolvedRefs; not accepted, as weft does not route them", () => {
+Deno.test("TLSRoute and TCPRoute with a Service parent: accepted, with Linkerd's parentRef and ResolvedRefs", () => {
   const t = l4("svc-tls", {
     parentRefs: [{ kind: "Service", name: "db", port: 5432 }],
     rules: [{ backendRefs: [{ name: "db-backend", port: 5432 }, { name: "gone", port: 5432 }] }],
@@ -177,14 +177,10 @@ Deno.test("TLSRoute and TCPRoute with a Service parent: Linkerd's parentRef and 
   assertEquals(status([["Service", svc], ["Service", backend]], "TLSRoute", t), [{
     parentRef: { group: "core", kind: "Service", namespace: NS, name: "db", port: 5432 },
     controllerName: CONTROLLER,
-    conditions: [
-      refused(
-        "UnsupportedValue",
-        "weft applies TLSRoutes only to EgressNetwork parents; Service traffic is not routed by them yet",
-      ),
-      unresolved("BackendNotFound", `backend Service ${NS}/gone not found`),
-    ],
+    conditions: [accepted(), unresolved("BackendNotFound", `backend Service ${NS}/gone not found`)],
   }]);
+  const c = l4("svc-tcp", { parentRefs: [{ kind: "Service", name: "db", port: 5432 }], rules: [{}] });
+  assertEquals(status([["Service", svc]], "TCPRoute", c)[0].conditions, [accepted(), resolved()]);
   const headless = service(NS, "hl", { clusterIP: "None", ports: [{ port: 5432 }] });
   const h = l4("hl", { parentRefs: [{ kind: "Service", name: "hl", port: 5432 }], rules: [{}] });
   assertEquals(status([["Service", headless]], "TCPRoute", h)[0].conditions, [

@@ -2,12 +2,14 @@
 // served, the policy controller watches EgressNetworks and writes their status (Accepted, or not when a network
 // overlaps the cluster networks), and the admission webhook admits EgressNetwork parents on routes, refusing a
 // parent without a port with a message naming the field. The second test reads the route status the deployed
-// policy controller writes on TLSRoutes/TCPRoutes with EgressNetwork and Service parents. No traffic is sent: the networks
+// policy controller writes on TLSRoutes/TCPRoutes with EgressNetwork and Service parents, and the outbound policy it
+// sends for those Services (`weft diagnostics policy`). No traffic is sent: the networks
 // used are a documentation range (203.0.113.0/24) and a cluster range; the data path is covered by
 // tests/egress/egress_netns_test.ts.
 import assert from "node:assert/strict";
 import { isDeepStrictEqual } from "node:util";
-import { apply, inNamespace, kjson, kubectl, requireMesh } from "./lib/kube.ts";
+import { exec } from "../lib/exec.ts";
+import { apply, CONTROL_PLANE_NS, inNamespace, kjson, KUBECONFIG, kubectl, requireMesh } from "./lib/kube.ts";
 import { waitFor, waitForValue } from "./lib/wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -180,13 +182,6 @@ Deno.test({
         port,
       });
       const svcRef = { group: "core", kind: "Service", namespace: ns, name: "db", port: 5432 };
-      const unsupported = (kind: string) =>
-        cond(
-          "Accepted",
-          "False",
-          "UnsupportedValue",
-          `weft applies ${kind}s only to EgressNetwork parents; Service traffic is not routed by them yet`,
-        );
       const want: [string, string, Parent[]][] = [
         ["tlsroutes", "sni", [{
           parentRef: enRef("docs-net", 443),
@@ -222,7 +217,8 @@ Deno.test({
         ["tlsroutes", "svc-tls", [{
           parentRef: svcRef,
           controllerName: CONTROLLER,
-          conditions: [unsupported("TLSRoute"), RESOLVED],
+          // As Linkerd: the Service's outbound policy routes by it (protocol tls).
+          conditions: [ACCEPTED, RESOLVED],
         }]],
         ["tcproutes", "svc-tcp", [{
           parentRef: svcRef,
@@ -241,7 +237,7 @@ Deno.test({
           parentRef: { ...svcRef, name: "db-primary" },
           controllerName: CONTROLLER,
           conditions: [
-            unsupported("TCPRoute"),
+            ACCEPTED,
             cond("ResolvedRefs", "False", "BackendNotFound", `backend Service ${ns}/gone not found`),
           ],
         }]],
@@ -267,6 +263,39 @@ Deno.test({
         });
         assert.deepEqual(seen, parents);
       }
+
+      // The Service's outbound policy, as the deployed controller sends it to a proxy, is routed by them:
+      // protocol tls with svc-tls (which outranks svc-tcp), and opaque with svc-tcp-alone, whose
+      // missing backend Service stays in the route (its share of connections is refused).
+      const outbound = async (svc: string, want: RegExp[]) => {
+        let text = "";
+        await waitFor(`the outbound policy of svc/${svc}`, async () => {
+          const r = await weft("diagnostics", "policy", `svc/${svc}`, "5432", "-n", ns);
+          text = r.stdout + r.stderr;
+          return r.code === 0 && want.every((w) => w.test(text));
+        }, { timeoutMs: 60_000, intervalMs: 2000, describe: () => text });
+        return text;
+      };
+      const dns = (svc: string) => `${svc}\\.${ns}\\.svc\\.cluster\\.local:5432`;
+      const tls = await outbound("db", [
+        /^protocol: tls$/m,
+        new RegExp(`^tlsroute/${ns}/svc-tls +service/${ns}/db-primary \\(${dns("db-primary")}\\) w=1$`, "m"),
+      ]);
+      assert.doesNotMatch(tls, /svc-tcp/);
+      await outbound("db-primary", [
+        /^protocol: opaque$/m,
+        new RegExp(`^tcproute/${ns}/svc-tcp-alone +service/${ns}/gone w=1$`, "m"),
+      ]);
     });
   },
 });
+
+const CLI = new URL("../../cli/main.ts", import.meta.url).pathname;
+
+/** `weft` as a user runs it, against the cluster. */
+function weft(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return exec(Deno.execPath(), ["run", "-A", CLI, ...args], {
+    env: { KUBECONFIG, WEFT_NAMESPACE: CONTROL_PLANE_NS },
+    signal: AbortSignal.timeout(90_000),
+  });
+}

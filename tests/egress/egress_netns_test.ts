@@ -7,7 +7,8 @@
  * namespaces' 10.231.0.0/24 counts as outside the cluster. Shows Allow, Deny (403 for HTTP, a
  * refused connection for TCP and TLS), an HTTPRoute, a TLSRoute chosen by SNI and a TCPRoute
  * letting traffic through a Deny, and the route metrics (TCP, TLS and HTTP) labelled with the
- * EgressNetwork parent.
+ * EgressNetwork parent. Then a Service parent (issue 24): a TLSRoute and a TCPRoute on a Service's
+ * ClusterIP send its traffic to their backend Service's endpoint, found through Destination.
  * Skipped when not root (namespaces and iptables need it).
  */
 import assert from "node:assert/strict";
@@ -17,6 +18,7 @@ import { defaultPolicyConfig } from "../../control/policy/config.ts";
 import { PolicyGrpcServer } from "../../control/policy/grpc_server.ts";
 import type { Kind, Obj } from "../../control/policy/resources.ts";
 import { PolicyStore } from "../../control/policy/store.ts";
+import { toTcpAddress } from "../../proto/ip.ts";
 import { MeshFixture } from "../../proxy/testing/mesh_fixture.ts";
 import { applyInit, startRelay, waitForLine } from "../../proxy/testing/mesh_pods.ts";
 import { metric, until } from "../../proxy/testing/poll.ts";
@@ -239,6 +241,94 @@ Deno.test({
             }) >= 1,
           );
         });
+        await m.step(
+          t,
+          "a Service's TLSRoute and TCPRoute route in-cluster traffic to their backend Service (parent_kind Service)",
+          async () => {
+            // A ClusterIP on the pods' subnet (routable in the namespaces, no pod holds it); the backend
+            // Service's endpoint is the stand-in host, unmeshed, from the test Destination.
+            const svc = (name: string, clusterIP: string): Obj => ({
+              metadata: { name, namespace: "default" },
+              spec: { clusterIP, ports: [{ port: 443 }, { port: 5432 }] },
+            } as Obj);
+            put("Service", svc("db", "10.231.0.200"));
+            put("Service", svc("ext-svc", "10.231.0.201"));
+            for (const port of [443, 5432]) {
+              m.cp.setEndpoints(`ext-svc.default.svc.cluster.local:${port}`, [
+                { addr: toTcpAddress(EXT, port), weight: 1, metricLabels: {} },
+              ]);
+            }
+            const dbParent = (port: number) => ({ kind: "Service", name: "db", port });
+            put("TLSRoute", {
+              metadata: { name: "db-sni", namespace: "default", generation: 1 },
+              spec: {
+                parentRefs: [dbParent(443)],
+                hostnames: ["api.example.test"],
+                rules: [{ backendRefs: [{ name: "ext-svc", port: 443 }] }],
+              },
+            } as Obj);
+            put("TCPRoute", {
+              metadata: { name: "db-tcp", namespace: "default", generation: 1 },
+              spec: {
+                parentRefs: [dbParent(5432)],
+                rules: [{ backendRefs: [{ name: "ext-svc", port: 5432 }] }],
+              },
+            } as Obj);
+            const ok = await until("the Service's TLS route to pass", async () => {
+              const c = await app<Conn>(
+                "tls",
+                "10.231.0.200:443",
+                "api.example.test",
+                "none",
+                m.caFile,
+                "none",
+                "0",
+                '"ping"',
+              );
+              return c.data.includes("tls sni=api.example.test") ? c : undefined;
+            });
+            assert.match(ok.data, /ping/);
+            // No default route is appended under a Service parent: an SNI no route matches is refused.
+            const other = await app<Conn>(
+              "tls",
+              "10.231.0.200:443",
+              "other.example.test",
+              "none",
+              m.caFile,
+              "none",
+              "0",
+              '"ping"',
+            );
+            assert.ok(!other.data.includes("tls sni="), JSON.stringify(other));
+            const e = await until("TCP over the Service's TCPRoute", async () => {
+              const e = await app<Conn>("client", "10.231.0.200:5432", "via-service");
+              return e.data.includes("via-service") ? e : undefined;
+            });
+            assert.match(e.data, /^peer=/);
+            const svcLabels = { parent_group: "core", parent_kind: "Service", parent_name: "db" };
+            const text = await metrics();
+            const l4Lines = text.split("\n").filter((l) => /^outbound_t(cp|ls)_route/.test(l)).join("\n");
+            assert.ok(
+              metric(text, "outbound_tls_route_open_total", {
+                ...svcLabels,
+                parent_port: "443",
+                route_kind: "TLSRoute",
+                route_name: "db-sni",
+                hostname: "api.example.test",
+              }) >= 1,
+              l4Lines,
+            );
+            assert.ok(
+              metric(text, "outbound_tcp_route_open_total", {
+                ...svcLabels,
+                parent_port: "5432",
+                route_kind: "TCPRoute",
+                route_name: "db-tcp",
+              }) >= 1,
+              l4Lines,
+            );
+          },
+        );
       } finally {
         await policy.shutdown();
       }
