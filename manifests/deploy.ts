@@ -48,6 +48,8 @@ import {
   webhookObjects,
 } from "./render.ts";
 import { chooseTarget, kindAvailable, loadImage, type TargetFlags } from "./target.ts";
+import { applyHa, haPlan, schedulableNodes } from "./ha.ts";
+import type { HaValues } from "./ha_values.ts";
 import { PROMETHEUS_IMAGE } from "../images/build.ts";
 import { renderStore } from "./metrics/render_store.ts";
 import { waitForProxyTargets } from "./metrics/wait_targets.ts";
@@ -82,6 +84,10 @@ export interface DeployOptions {
   podNetworks?: string[];
   /** Host addresses inside the pod networks the API server connects from (--api-server-sources). */
   apiServerSources?: string[];
+  /** --ha: replicas, anti-affinity, spread, PDBs, resources (manifests/ha.ts, docs/ha.md). */
+  ha?: boolean;
+  /** --values=FILE, parsed and validated. */
+  values?: HaValues;
 }
 
 export interface DeploySummary {
@@ -473,7 +479,20 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
     ...guardedPortObjects(NAMESPACE, TAP_PORT),
     ...guardedPortObjects(NAMESPACE, DASHBOARD_PORT),
   ];
-  const rendered = await renderControlPlane([...docs.filter((d) => d.kind !== "Namespace"), ...portPolicy], {
+  // HA: required anti-affinity only when every replica can have a node of its own.
+  const wantsHa = o.ha || o.values !== undefined;
+  const nodes = wantsHa ? schedulableNodes(await kube.list("/api/v1/nodes")) : 0;
+  const plan = haPlan({ flag: o.ha ?? false, values: o.values, nodes });
+  if (plan?.ha) {
+    progress.done(
+      "high availability",
+      `${Object.entries(plan.replicas).map(([c, n]) => `${c} ×${n}`).join(", ")}; anti-affinity ${
+        plan.antiAffinity ?? "none"
+      } (${nodes} schedulable node${nodes === 1 ? "" : "s"})`,
+    );
+  }
+  const haDocs = applyHa(docs.filter((d) => d.kind !== "Namespace"), plan);
+  const rendered = await renderControlPlane([...haDocs, ...portPolicy], {
     image: image.name,
     imagePullPolicy: o.imagePullPolicy,
     imageDigest: image.digest,

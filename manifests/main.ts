@@ -34,6 +34,8 @@ import { undeploy } from "./undeploy.ts";
 import { type MetricsStore, parseMetricsStore } from "./metrics/store.ts";
 import { renderStore } from "./metrics/render_store.ts";
 import { apiServerAuthentication, guardedPortObjects, podNetworks, TAP_PORT } from "./port_policy.ts";
+import { applyHa, haPlan } from "./ha.ts";
+import { didYouMean, type HaValues, parseValues, ValuesError } from "./ha_values.ts";
 
 /** `render` has no cluster to read podCIDRs from: the local cluster's pod network stands in. */
 const RENDER_POD_NETWORK = "10.244.0.0/16";
@@ -58,6 +60,10 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
   --api-server-sources=IP,...    addresses inside the pod networks the API server reaches pods from
                                  (default: the first address of each pod network, a bridge CNI's gateway;
                                  empty: none)
+  --ha                           high availability: 3 replicas of destination, identity and the injector,
+                                 anti-affinity (required with 3+ schedulable nodes), spread, PDBs,
+                                 resources (docs/ha.md)
+  --values=FILE                  YAML values: ha, replicas, antiAffinity, resources (docs/ha.md)
   --timeout=5m
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
@@ -68,7 +74,8 @@ check      health of the control plane, webhooks, certificates and proxies; exit
 render     print the rendered control plane and embedded metrics store as YAML (throwaway certificates,
            Secrets redacted)
   --image=REF --image-pull-policy=... --native-sidecar=true|false
-  --pod-networks=CIDR,... --api-server-sources=IP,...   (default pod networks here: ${RENDER_POD_NETWORK})`;
+  --pod-networks=CIDR,... --api-server-sources=IP,...   (default pod networks here: ${RENDER_POD_NETWORK})
+  --ha --values=FILE --nodes=N   as deploy's; N: the schedulable nodes deploy would count (default 1)`;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -91,6 +98,12 @@ export interface ParsedArgs {
   metrics: MetricsStore;
   podNetworks?: string[];
   apiServerSources?: string[];
+  /** --ha (issue 19). */
+  ha: boolean;
+  /** --values=FILE, read by main(). */
+  valuesFile?: string;
+  /** render's --nodes: schedulable nodes, which deploy counts itself. */
+  nodes: number;
 }
 
 const FLAGS: Record<ParsedArgs["command"], string[]> = {
@@ -110,12 +123,23 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "prometheus-url",
     "pod-networks",
     "api-server-sources",
+    "ha",
+    "values",
   ],
   undeploy: ["kubeconfig", "keep-crds", "timeout"],
   check: ["kubeconfig", "threshold", "anchor-threshold", "issuer-threshold"],
-  render: ["image", "image-pull-policy", "native-sidecar", "pod-networks", "api-server-sources"],
+  render: [
+    "image",
+    "image-pull-policy",
+    "native-sidecar",
+    "pod-networks",
+    "api-server-sources",
+    "ha",
+    "values",
+    "nodes",
+  ],
 };
-const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind"]);
+const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind", "ha"]);
 
 export function parseArgs(args: string[], env: Record<string, string | undefined>): ParsedArgs {
   const [command, ...rest] = args;
@@ -127,7 +151,9 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
   for (const a of rest) {
     const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
     if (!m) throw new UsageError(`${cmd}: unexpected argument "${a}" (flags look like --name=value)`);
-    if (!FLAGS[cmd].includes(m[1])) throw new UsageError(`${cmd}: unknown flag --${m[1]}`);
+    if (!FLAGS[cmd].includes(m[1])) {
+      throw new UsageError(`${cmd}: unknown flag --${m[1]}${didYouMean(m[1], FLAGS[cmd], "--")}`);
+    }
     if (m[2] === undefined && !BOOLEAN.has(m[1])) {
       throw new UsageError(`${cmd}: --${m[1]} needs a value (--${m[1]}=...)`);
     }
@@ -162,6 +188,10 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
       throw new UsageError((e as Error).message);
     }
   };
+  const nodes = str("nodes") ?? "1";
+  if (!/^\d+$/.test(nodes) || Number(nodes) < 1) {
+    throw new UsageError(`--nodes: "${nodes}" is not a whole number of nodes (1 or more)`);
+  }
   return {
     command: cmd,
     kubeconfig,
@@ -183,7 +213,27 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     metrics: metricsFlags(str("prometheus"), str("prometheus-url")),
     podNetworks: list(str("pod-networks")),
     apiServerSources: list(str("api-server-sources")),
+    ha: bool("ha"),
+    valuesFile: str("values"),
+    nodes: Number(nodes),
   };
+}
+
+/** --values=FILE, read and validated; a missing file or a bad field is a usage error naming it. */
+export async function readValues(path: string | undefined): Promise<HaValues | undefined> {
+  if (path === undefined) return undefined;
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (e) {
+    throw new UsageError(`--values=${path}: ${(e as Error).message}`);
+  }
+  try {
+    return parseValues(text, `--values=${path}`);
+  } catch (e) {
+    if (e instanceof ValuesError) throw new UsageError(e.message);
+    throw e;
+  }
 }
 
 /** A comma-separated flag value; "" is an empty list (a given, empty flag), absent is undefined. */
@@ -225,6 +275,7 @@ async function readIdentity(files: NonNullable<ParsedArgs["identityFiles"]>): Pr
 
 /** For `render`: the control plane with throwaway certificates, Secrets' data redacted. */
 async function render(a: ParsedArgs): Promise<string> {
+  const plan = haPlan({ flag: a.ha, values: await readValues(a.valuesFile), nodes: a.nodes });
   const now = Date.now();
   const id = await createIdentity({ namespace: NAMESPACE, trustDomain: TRUST_DOMAIN, now });
   const ca = await createWebhookCa(NAMESPACE, now);
@@ -247,7 +298,7 @@ async function render(a: ParsedArgs): Promise<string> {
     ...docs.filter((d) => d.kind === "Namespace"),
     ...identityObjects(id.material),
     ...webhookObjects(ca, serving),
-    ...await renderControlPlane(docs.filter((d) => d.kind !== "Namespace"), params),
+    ...await renderControlPlane(applyHa(docs.filter((d) => d.kind !== "Namespace"), plan), params),
     apiServerAuthentication(NAMESPACE, nets),
     ...guardedPortObjects(NAMESPACE, TAP_PORT),
     // The embedded metrics store, as a default deploy applies it.
@@ -307,6 +358,8 @@ export async function main(args: string[]): Promise<number> {
       metrics: a.metrics,
       podNetworks: a.podNetworks,
       apiServerSources: a.apiServerSources,
+      ha: a.ha,
+      values: await readValues(a.valuesFile),
     });
     return 0;
   } catch (e) {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { defaultCertsDir, parseArgs, UsageError } from "./main.ts";
+import { defaultCertsDir, parseArgs, readValues, UsageError } from "./main.ts";
 
 const env = { KUBECONFIG: "/k/a.kubeconfig:/k/b.kubeconfig", HOME: "/home/u" };
 
@@ -48,4 +48,38 @@ Deno.test("bad arguments are usage errors naming the flag", () => {
 Deno.test("the certs dir is per API server", () => {
   assert.equal(defaultCertsDir("https://10.10.0.1:6443", env), "/home/u/.local/state/weft/10.10.0.1_6443");
   assert.equal(defaultCertsDir("https://api.example", { XDG_STATE_HOME: "/s" }), "/s/weft/api.example_443");
+});
+
+Deno.test("--ha, --values and render's --nodes (issue 19); a misspelt flag gets a suggestion", async () => {
+  assert.equal(parseArgs(["deploy"], env).ha, false);
+  const d = parseArgs(["deploy", "--ha", "--values=v.yaml"], env);
+  assert.deepEqual([d.ha, d.valuesFile], [true, "v.yaml"]);
+  assert.equal(parseArgs(["render", "--ha=true", "--nodes=3"], env).nodes, 3);
+  assert.equal(parseArgs(["render"], env).nodes, 1);
+  const bad = (args: string[], re: RegExp) =>
+    assert.throws(() => parseArgs(args, env), (e: Error) => e instanceof UsageError && re.test(e.message));
+  bad(["deploy", "--nodes=3"], /unknown flag --nodes/);
+  bad(["render", "--nodes=0"], /--nodes: "0" is not a whole number/);
+  bad(["deploy", "--hb"], /unknown flag --hb; did you mean --ha\?/);
+  bad(["deploy", "--value=x"], /unknown flag --value; did you mean --values\?/);
+  bad(["deploy", "--ha=maybe"], /--ha: "maybe" is not true or false/);
+  // The file is read by main: a missing one, or a bad field, is a usage error naming the file and field.
+  await assert.rejects(
+    readValues("/nonexistent/v.yaml"),
+    (e: Error) => e instanceof UsageError && /--values=\/nonexistent\/v\.yaml/.test(e.message),
+  );
+  const f = await Deno.makeTempFile({ suffix: ".yaml" });
+  try {
+    await Deno.writeTextFile(f, "replicas: { identity: three }\n");
+    await assert.rejects(
+      readValues(f),
+      (e: Error) =>
+        e instanceof UsageError &&
+        e.message === `--values=${f}: replicas.identity: "three" is not a whole number from 1 to 15`,
+    );
+    await Deno.writeTextFile(f, "ha: true\nreplicas: { identity: 5 }\n");
+    assert.deepEqual(await readValues(f), { ha: true, replicas: { identity: 5 } });
+  } finally {
+    await Deno.remove(f);
+  }
 });
