@@ -13,7 +13,9 @@
  *                  and an invalid Server are refused by the validators themselves
  *   data plane     every proxy of an injected pod is ready; pods in injected namespaces without one
  *                  (created while the injector was down) are a warning, and so are pods stuck
- *                  Terminating past their grace period (with the latest Warning event as the reason)
+ *                  Terminating past their grace period (with the latest Warning event as the reason);
+ *                  a proxy on another version or build than the control plane is a warning, more than
+ *                  one minor version away a failure (check/version_skew.ts)
  *   rotation       anchors and issuer against their thresholds; per meshed pod, the anchors its proxy
  *                  trusts and the issuer of its leaf, a warning when behind the trust-roots ConfigMap
  *   metrics store  (when deploy recorded one) the embedded Prometheus rolled out, every target it scrapes
@@ -36,6 +38,7 @@ import { type CheckContext, type CheckResult, guarded } from "./check/result.ts"
 import { checkRotation } from "./check/rotation.ts";
 import { checkMetricsStore } from "./check/metrics_store.ts";
 import { checkInjector, checkPolicyValidator, checkServiceProfileValidator } from "./check/webhooks.ts";
+import { checkVersionSkew } from "./check/version_skew.ts";
 
 export interface CheckOptions {
   kube: Kube;
@@ -91,6 +94,7 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
   add(await guarded("webhooks", "policy validator", () => checkPolicyValidator(ctx, probeNs)));
 
   add(await guarded("data plane", "proxies", () => checkProxies(ctx)));
+  add(await guarded("data plane", "version skew", () => checkVersionSkew(ctx)));
   add(await guarded("data plane", "terminating pods", () => checkTerminatingPods(ctx)));
   add(await guarded("data plane", "injected namespaces", () => checkInjectedNamespaces(ctx, injected)));
 
