@@ -248,3 +248,20 @@ Deno.test("schedulable nodes: Ready, not cordoned, not tainted NoSchedule/NoExec
     2,
   );
 });
+
+Deno.test("docs/ha.md's example values file is valid and means what it says", async () => {
+  const md = await Deno.readTextFile(new URL("../docs/ha.md", import.meta.url));
+  const block = /```yaml\n(# ha-values\.yaml[\s\S]*?)```/.exec(md)?.[1];
+  assert.ok(block, "no values example in docs/ha.md");
+  const plan = haPlan({ flag: false, values: parseValues(block, "docs/ha.md"), nodes: 3 })!;
+  assert.equal(plan.ha, true);
+  assert.equal(plan.antiAffinity, "required");
+  assert.deepEqual(plan.resources.policy, {
+    requests: { cpu: "100m", memory: "192Mi" },
+    limits: { cpu: "1", memory: "1Gi" },
+  });
+  assert.deepEqual(plan.resources["linkerd-proxy"], {
+    requests: { cpu: "20m", memory: "96Mi" },
+    limits: { memory: "256Mi" },
+  });
+});
