@@ -52,6 +52,14 @@ export { FakeEventSource } from "./fake_source.ts";
 export { type Indexer, Informer, type InformerOptions } from "./informer.ts";
 export { KubeApiSource, resourcePath, type ResourceRef } from "./api_source.ts";
 export { loadKubeConfig } from "./kubeconfig.ts";
+export {
+  type LeaderElectionOptions,
+  LeaderElector,
+  type Lease,
+  type LeaseApi,
+  LeaseConflictError,
+} from "./leader_election.ts";
+export { kubeLeaderElector, KubeLeaseApi } from "./lease_client.ts";
 export { metadataOnly, Resources } from "./resources.ts";
 export { changeTime, type InformerEventKind, newestManagedFieldsTime } from "./lag.ts";
 export { stripManagedFields } from "./strip.ts";
