@@ -3,6 +3,7 @@ import type { V1Container } from "@kubernetes/client-node";
 import { controlPlaneNames } from "../control/injector/config.ts";
 import { INIT_CONTAINER, PROXY_CONTAINER } from "../control/injector/decision.ts";
 import { ProxyEnv } from "../proto/env.ts";
+import { LeaderLeases } from "../proto/control_plane.ts";
 import { Ports } from "../proto/ports.ts";
 import { IMAGE_COMMANDS } from "../images/build.ts";
 import { createWebhookCa, serviceDnsNames } from "./certs.ts";
@@ -415,6 +416,28 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
     ].sort(),
   );
   assert.equal(named("Role", "weft-identity").metadata.namespace, NAMESPACE);
+  // Leader election (issue 19): each component may create Leases and get/update only its own.
+  for (
+    const [component, lease, sa] of [
+      ["policy", LeaderLeases.policyStatus, "weft-destination"],
+      ["identity", LeaderLeases.identityTrustRoots, "weft-identity"],
+      ["proxy-injector", LeaderLeases.injectorTrustRootsCopier, "weft-proxy-injector"],
+    ]
+  ) {
+    const name = `weft-${component}-leader-election`;
+    assert.deepEqual(
+      role("Role", name),
+      [
+        "coordination.k8s.io/leases create",
+        `coordination.k8s.io/leases get@${lease}`,
+        `coordination.k8s.io/leases update@${lease}`,
+      ],
+    );
+    assert.equal(named("Role", name).metadata.namespace, NAMESPACE);
+    const binding = named("RoleBinding", name);
+    assert.equal(binding.metadata.namespace, NAMESPACE);
+    assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: sa, namespace: NAMESPACE }]);
+  }
   assert.deepEqual(
     role("ClusterRole", "weft-proxy-injector"),
     [
@@ -435,7 +458,7 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
 
 Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workload writes", () => {
   const roles = [...of("ClusterRole"), ...of("Role")];
-  assert.equal(roles.length, 9);
+  assert.equal(roles.length, 12);
   for (const r of roles) {
     for (const g of grants(r.rules)) {
       assert.ok(!g.includes("*"), `${r.metadata.name}: ${g}`);
@@ -448,6 +471,9 @@ Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workl
           // identity merge-patches its own keys into the trust roots ConfigMap, by name (issue 21).
           /^(authentication\.k8s\.io\/tokenreviews|\/events|[a-z0-9.]+\/[a-z]+\/status) /.test(g) ||
             g === "/configmaps patch@linkerd-identity-trust-roots" ||
+            // leader election: a component's own Lease (issue 19).
+            (r.metadata.name.endsWith("-leader-election") &&
+              /^coordination\.k8s\.io\/leases (create|update@weft-[a-z-]+)$/.test(g)) ||
             // the injector creates and updates the namespace copies of the trust roots (issue 21).
             (r.metadata.name === "weft-proxy-injector" &&
               (g === "/configmaps create" || g === "/configmaps patch@weft-identity-trust-roots")) ||
@@ -469,5 +495,18 @@ Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workl
     for (const s of b.subjects) {
       assert.ok(sas.has(s.name) && s.namespace === NAMESPACE, `${b.metadata.name}: ${s.name}`);
     }
+  }
+});
+
+Deno.test("the controllers that elect a leader get their pod's name as POD_NAME (issue 19)", () => {
+  for (
+    const [deployment, container] of [
+      ["weft-destination", "policy"],
+      ["weft-identity", "identity"],
+      ["weft-proxy-injector", "proxy-injector"],
+    ]
+  ) {
+    const c = containersOf(named("Deployment", deployment)).find((x) => x.name === container)!;
+    assert.deepEqual(env(c, "POD_NAME")?.valueFrom, { fieldRef: { fieldPath: "metadata.name" } }, container);
   }
 });

@@ -34,6 +34,8 @@ export interface IdentityConfig {
     timeoutMs: number;
   };
   kubeconfig?: string;
+  /** This replica's name in the trust-roots Lease (POD_NAME, from the downward API; main.ts sets it). */
+  podName?: string;
 }
 
 export const IDENTITY_USAGE = `usage: control/main.ts identity [flags]

@@ -6,7 +6,8 @@
 import { AuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { serveAdmin } from "../admin/admin_server.ts";
-import { KubeApiSource, loadKubeConfig, Resources } from "../k8s/mod.ts";
+import { KubeApiSource, kubeLeaderElector, loadKubeConfig, Resources } from "../k8s/mod.ts";
+import { LeaderLeases } from "../../proto/control_plane.ts";
 import { systemClock } from "../../proto/support/clock.ts";
 import { type IdentityConfig, parseIdentityConfig } from "./config.ts";
 import { serveIdentityGrpc } from "./grpc_server.ts";
@@ -81,6 +82,16 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
   const kc = loadKubeConfig(config.kubeconfig);
   await checkTokenReviewAccess(kc);
   const { namespace: cmNs, name: cmName, key: cmKey } = config.trustAnchorsConfigMap;
+  // Of the replicas only the trust-roots Lease's holder publishes; the others follow the same issuer
+  // and anchors and publish on taking over (issue 19, docs/ha.md).
+  const elector = config.trustAnchorsFile ? undefined : kubeLeaderElector({
+    kc,
+    namespace: cmNs,
+    lease: LeaderLeases.identityTrustRoots,
+    identity: config.podName || Deno.hostname(),
+    registry,
+    log,
+  });
   const publisher = config.trustAnchorsFile ? undefined : new TrustRootsPublisher({
     client: new KubeTrustRootsClient(kc, cmNs, cmName),
     clock,
@@ -88,7 +99,10 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
     what: `configmap ${cmNs}/${cmName}`,
     log,
     metrics,
+    canWrite: () => elector?.isLeader() ?? false,
   });
+  elector?.onChange((leading) => leading && publisher?.kick());
+  const electing = elector?.start(signal);
   // The anchors: from the file once, or from the ConfigMap, watched (the first bundle decides startup).
   const live: { reloader?: IssuerReloader; anchors?: TrustAnchors } = {};
   let resolveAnchors!: (a: TrustAnchors | string) => void;
@@ -225,13 +239,13 @@ export async function run(config: IdentityConfig, signal: AbortSignal): Promise<
   validator.close();
   await grpcServer.close();
   publisher?.stop();
-  await Promise.all([admin.finished, sourceDone, anchorsDone]);
+  await Promise.all([admin.finished, sourceDone, anchorsDone, electing]);
 }
 
 export async function main(args: string[]): Promise<void> {
   let config: IdentityConfig;
   try {
-    config = parseIdentityConfig(args, Deno.env.toObject());
+    config = { ...parseIdentityConfig(args, Deno.env.toObject()), podName: Deno.env.get("POD_NAME") };
   } catch (e) {
     console.error(`identity: ${(e as Error).message}`);
     Deno.exit(2);

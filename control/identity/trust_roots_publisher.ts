@@ -28,6 +28,12 @@ export interface PublisherOptions {
   log?: (line: string) => void;
   metrics?: IdentityMetrics;
   backoff?: { initialMs: number; maxMs: number };
+  /**
+   * Whether this replica may write (it leads the trust-roots Lease, control/k8s/leader_election.ts);
+   * always when unset. A follower keeps its issuers current and writes nothing; `kick()` on gaining
+   * leadership does the full pass.
+   */
+  canWrite?: () => boolean;
 }
 
 /** Longest a pruning timer is set for (setTimeout's limit is ~24.8 days). */
@@ -68,7 +74,7 @@ export class TrustRootsPublisher {
 
   /** Something the plan reads changed (the ConfigMap, the anchors): reconcile soon. */
   kick(): void {
-    if (this.#stopped || !this.#current) return;
+    if (this.#stopped || !this.#current || !this.#canWrite()) return;
     this.#dirty = true;
     if (!this.#writing && !this.#waiting) void this.#drain();
   }
@@ -76,6 +82,10 @@ export class TrustRootsPublisher {
   /** Resolves once no write is running or due (for tests). */
   idle(): Promise<void> {
     return this.#idle;
+  }
+
+  #canWrite(): boolean {
+    return this.o.canWrite?.() ?? true;
   }
 
   stop(): void {
@@ -89,6 +99,7 @@ export class TrustRootsPublisher {
     if (this.#attempt === 0) this.#idle = new Promise((r) => this.#resolveIdle = r);
     while (this.#dirty && !this.#stopped) {
       this.#dirty = false;
+      if (!this.#canWrite()) break;
       try {
         await this.#writeOnce();
         this.#attempt = 0;

@@ -127,3 +127,36 @@ Deno.test("a conflicting writer (409) is re-read and the renew-before written on
   assert.ok(cm.data[ISSUERS_KEY].startsWith(b.toString("pem").trim()));
   p.stop();
 });
+
+Deno.test("a follower (canWrite false) writes nothing; kick() on gaining leadership publishes the current issuer", async () => {
+  const clock = new FakeClock(Date.now());
+  const ca = await makeCa(clock.now());
+  const a = new x509.X509Certificate(ca.material.certPem);
+  const cm = new FakeConfigMap({ [TRUST_ANCHORS_KEY]: ca.anchorPem });
+  let leading = false;
+  let reads = 0;
+  const client: TrustRootsClient = {
+    get: () => (reads++, cm.get()),
+    patch: (d, rv) => cm.patch(d, rv),
+  };
+  const p = new TrustRootsPublisher({
+    client,
+    clock,
+    clockSkewMs: 20_000,
+    what: "configmap weft/linkerd-identity-trust-roots",
+    canWrite: () => leading,
+  });
+  p.setIssuer([a], (await certInfo(a)).fingerprint);
+  p.kick();
+  await settle(p);
+  clock.advance(120_000);
+  await settle(p);
+  assert.equal(reads, 0);
+  assert.equal(cm.patches.length, 0);
+  leading = true;
+  p.kick();
+  await settle(p);
+  assert.equal(cm.patches.length, 1);
+  assert.equal(cm.data[ISSUERS_KEY], a.toString("pem").trim() + "\n");
+  p.stop();
+});

@@ -9,11 +9,13 @@ import { Registry } from "prom-client";
 import {
   Informer,
   KubeApiSource,
+  kubeLeaderElector,
   loadKubeConfig,
   metadataOnly,
   Resources,
   stripManagedFields,
 } from "../k8s/mod.ts";
+import { LeaderLeases } from "../../proto/control_plane.ts";
 import { EventRecorder } from "./events.ts";
 import { FlagError, type InjectorOptions, parseInjectorArgs } from "./flags.ts";
 import type { NamespaceObject } from "./namespace_cache.ts";
@@ -58,7 +60,7 @@ export async function detectNativeSidecars(kc: KubeConfig, signal: AbortSignal):
   }
 }
 
-export async function run(opts: InjectorOptions, signal: AbortSignal): Promise<void> {
+export async function run(opts: InjectorOptions, signal: AbortSignal, podName?: string): Promise<void> {
   const anchors = await readTrustAnchors(opts.trustAnchorsFile);
   const kc = loadKubeConfig(opts.kubeconfig);
   const nativeSidecars = opts.nativeSidecar === "auto"
@@ -78,6 +80,23 @@ export async function run(opts: InjectorOptions, signal: AbortSignal): Promise<v
     registry,
     log,
   });
+  // Of the replicas only the copier Lease's holder patches the copies; every replica still creates a
+  // missing copy at admission (issue 19, docs/ha.md).
+  const elector = kubeLeaderElector({
+    kc,
+    namespace: opts.base.controlPlaneNamespace,
+    lease: LeaderLeases.injectorTrustRootsCopier,
+    identity: podName || Deno.hostname(),
+    registry,
+    log,
+  });
+  const copier = new TrustRootsCopier(new KubeTrustRootsCopyApi(kc, opts.base.controlPlaneNamespace), {
+    controlPlaneNamespace: opts.base.controlPlaneNamespace,
+    log,
+    canWrite: () => elector.isLeader(),
+  });
+  elector.onChange((leading) => leading && copier.wake());
+  const electing = elector.start(signal);
   const server = await startInjector({
     webhook: opts.webhook,
     admin: opts.admin,
@@ -85,19 +104,14 @@ export async function run(opts: InjectorOptions, signal: AbortSignal): Promise<v
     namespaces,
     namespaceWaitMs: opts.namespaceWaitMs,
     trustAnchors: { file: opts.trustAnchorsFile, current: anchors, reloadIntervalMs: 10_000 },
-    trustRootsCopy: {
-      copier: new TrustRootsCopier(new KubeTrustRootsCopyApi(kc, opts.base.controlPlaneNamespace), {
-        controlPlaneNamespace: opts.base.controlPlaneNamespace,
-        log,
-      }),
-      intervalMs: 5_000,
-    },
+    trustRootsCopy: { copier, intervalMs: 5_000 },
     events,
     registry,
     signal,
     log,
   });
   await server.finished;
+  await electing;
 }
 
 export async function main(args: string[]): Promise<void> {
@@ -112,7 +126,7 @@ export async function main(args: string[]): Promise<void> {
   const ctl = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => ctl.abort());
   try {
-    await run(opts, ctl.signal);
+    await run(opts, ctl.signal, Deno.env.get("POD_NAME"));
   } catch (e) {
     const known = e instanceof TrustAnchorsError || e instanceof CertificateError;
     console.error(`injector: cannot start: ${known ? (e as Error).message : (e as Error).stack ?? e}`);

@@ -31,6 +31,13 @@ export interface TrustRootsCopierOptions {
   log: (line: string) => void;
   /** Longest an admission waits for a new copy. */
   ensureTimeoutMs?: number;
+  /**
+   * Whether this replica keeps the copies equal to the source (it leads the copier's Lease,
+   * control/k8s/leader_election.ts); always when unset. A follower still reads the source each round
+   * (so `ensure` creates copies with the current keys on any replica: admissions land on all of them,
+   * and a create of an existing copy is a no-op) but patches nothing; `wake()` on gaining leadership.
+   */
+  canWrite?: () => boolean;
 }
 
 export class TrustRootsCopier {
@@ -41,6 +48,8 @@ export class TrustRootsCopier {
   #creating = new Map<string, Promise<void>>();
   #source: Record<string, string> | undefined;
   #lastError = "";
+  #wake: (() => void) | undefined;
+  #woken = false;
 
   constructor(api: TrustRootsCopyApi, opts: TrustRootsCopierOptions) {
     this.#api = api;
@@ -102,7 +111,7 @@ export class TrustRootsCopier {
     const failed: string[] = [];
     try {
       const src = await this.#readSource();
-      if (src === undefined) return patched;
+      if (src === undefined || !(this.#opts.canWrite?.() ?? true)) return patched;
       for (const copy of await this.#api.listCopies()) {
         this.#have.add(copy.namespace);
         const diff: Record<string, string | null> = {};
@@ -135,12 +144,23 @@ export class TrustRootsCopier {
     return patched;
   }
 
+  /** Starts the next round of `run` now (e.g. on gaining leadership). */
+  wake(): void {
+    if (this.#wake) this.#wake();
+    else this.#woken = true; // mid-round: that round may have skipped writing; go again at once
+  }
+
   /** Syncs every `intervalMs` until `signal` aborts. */
   async run(intervalMs: number, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.sync();
+      if (this.#woken) {
+        this.#woken = false;
+        continue;
+      }
       await new Promise<void>((resolve) => {
         const t = setTimeout(done, intervalMs);
+        this.#wake = done;
         function done() {
           clearTimeout(t);
           signal.removeEventListener("abort", done);
@@ -148,6 +168,7 @@ export class TrustRootsCopier {
         }
         signal.addEventListener("abort", done, { once: true });
       });
+      this.#wake = undefined;
     }
   }
 }

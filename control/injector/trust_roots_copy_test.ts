@@ -88,3 +88,38 @@ Deno.test("trust roots copier: a copy that cannot be patched does not keep the o
   await c.sync();
   assert.equal(logs.filter((l) => l.includes("cannot update")).length, 1);
 });
+
+Deno.test("trust roots copier: a follower reads the source but patches nothing; wake() on gaining leadership syncs at once", async () => {
+  const patched: string[] = [];
+  let source = { "ca-bundle.crt": PEM };
+  const { a, created } = api({
+    readSource: () => Promise.resolve(source),
+    listCopies: () => Promise.resolve([{ namespace: "shop", data: { "ca-bundle.crt": "old" } }]),
+    patch: (ns) => {
+      patched.push(ns);
+      return Promise.resolve();
+    },
+  });
+  let leading = false;
+  const c = new TrustRootsCopier(a, {
+    controlPlaneNamespace: "weft",
+    log: () => {},
+    canWrite: () => leading,
+  });
+  const ctl = new AbortController();
+  const running = c.run(3_600_000, ctl.signal);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(patched, []);
+  // Still hot: the source it read is the one a follower's admission copies.
+  source = { "ca-bundle.crt": PEM + PEM };
+  assert.deepEqual(await c.sync(), []);
+  assert.deepEqual(c.source(), source);
+  await c.ensure("books");
+  assert.deepEqual(created, ["books"]);
+  leading = true;
+  c.wake();
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(patched, ["shop"]);
+  ctl.abort();
+  await running;
+});

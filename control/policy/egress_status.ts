@@ -8,7 +8,7 @@
 import type { PolicyConfig } from "./config.ts";
 import { networkContains, parseNetwork } from "./network_cidr.ts";
 import type { Condition, EgressNetwork } from "./resources.ts";
-import type { StatusClient } from "./route_status.ts";
+import { canWrite, type StatusClient, type StatusWriterOptions } from "./route_status.ts";
 import type { PolicyStore, StoreChange } from "./store.ts";
 
 export const EGRESS_OVERLAP_REASON = "EgressReasonNetworkOverlap";
@@ -69,15 +69,20 @@ export class EgressStatusWriter {
     readonly store: PolicyStore,
     readonly cfg: PolicyConfig,
     readonly client: StatusClient,
-    readonly opts: { delayMs?: number; log?: (m: string) => void; now?: () => Date } = {},
+    readonly opts: StatusWriterOptions = {},
   ) {
     this.#unlisten = store.listen((c) => this.#onChange(c));
-    for (const en of store.list<EgressNetwork>("EgressNetwork")) this.#mark(en);
+    this.resync();
   }
 
   close(): void {
     this.#unlisten();
     if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  /** Rechecks every EgressNetwork (on gaining leadership: the followers wrote nothing meanwhile). */
+  resync(): void {
+    for (const en of this.store.list<EgressNetwork>("EgressNetwork")) this.#mark(en);
   }
 
   #onChange(c: StoreChange): void {
@@ -100,6 +105,8 @@ export class EgressStatusWriter {
     try {
       const keys = [...this.#dirty];
       this.#dirty.clear();
+      // A follower forgets what changed: resync() on gaining leadership rechecks everything.
+      if (!canWrite(this.opts)) return;
       for (const k of keys) await this.sync(k);
     } finally {
       this.#running = false;
@@ -113,7 +120,7 @@ export class EgressStatusWriter {
     if (!en) return;
     const now = (this.opts.now?.() ?? new Date()).toISOString().replace(/\.[0-9]+Z$/, "Z");
     const conditions = egressStatusConditions(en, this.cfg, now);
-    if (!conditions) return;
+    if (!conditions || !canWrite(this.opts)) return;
     try {
       await this.client.patchStatus("EgressNetwork", ns, name, { conditions });
       this.writes++;

@@ -16,7 +16,8 @@ import { Ports } from "../../proto/ports.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
 import { splitHostPort } from "../flags/host_port.ts";
-import { loadKubeConfig } from "../k8s/mod.ts";
+import { kubeLeaderElector, loadKubeConfig } from "../k8s/mod.ts";
+import { LeaderLeases } from "../../proto/control_plane.ts";
 import { defaultPolicyConfig, isDefaultPolicy, type PolicyConfig } from "./config.ts";
 import { parseDurationMs } from "../../proto/go_duration.ts";
 import { PolicyGrpcServer } from "./grpc_server.ts";
@@ -35,6 +36,8 @@ export interface PolicyMainConfig {
   adminPort: number;
   kubeconfig: string | undefined;
   writeStatus: boolean;
+  /** This replica's name in the status Lease (POD_NAME, from the downward API). */
+  podName: string;
 }
 
 const FLAGS: readonly FlagSpec[] = [
@@ -53,7 +56,11 @@ const FLAGS: readonly FlagSpec[] = [
 ];
 
 /** Parses flags (and the KUBECONFIG value) into a resolved config; throws naming the bad flag. */
-export function parseArgs(args: string[], kubeconfig: string | undefined): PolicyMainConfig {
+export function parseArgs(
+  args: string[],
+  kubeconfig: string | undefined,
+  podName = "policy",
+): PolicyMainConfig {
   const { flags: f } = parseFlags(args, FLAGS);
   const base = defaultPolicyConfig();
   const nets = (k: string) => {
@@ -96,6 +103,7 @@ export function parseArgs(args: string[], kubeconfig: string | undefined): Polic
     adminPort: admin.port,
     kubeconfig,
     writeStatus,
+    podName,
   };
 }
 
@@ -109,15 +117,35 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   const grpcServer = new PolicyGrpcServer({ store, config: cfg.policy, registry });
   const port = await grpcServer.listen(cfg.grpcHost, cfg.grpcPort);
   log(`serving policy gRPC on ${cfg.grpcHost}:${port}`);
+  // Of the replicas only the status Lease's holder writes status; the others keep the same store hot
+  // and, on taking over, recheck everything (issue 19, docs/ha.md).
+  const elector = cfg.writeStatus
+    ? kubeLeaderElector({
+      kc,
+      namespace: cfg.policy.controlPlaneNamespace,
+      lease: LeaderLeases.policyStatus,
+      identity: cfg.podName,
+      registry,
+      log,
+    })
+    : undefined;
+  const canWrite = () => elector?.isLeader() ?? false;
   const writer = cfg.writeStatus
-    ? new RouteStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log })
+    ? new RouteStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log, canWrite })
     : undefined;
   const egressWriter = cfg.writeStatus
-    ? new EgressStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log })
+    ? new EgressStatusWriter(store, cfg.policy, new KubeStatusClient(kc), { log, canWrite })
     : undefined;
   const rateLimitWriter = cfg.writeStatus
-    ? new RateLimitStatusWriter(store, new KubeStatusClient(kc), { log })
+    ? new RateLimitStatusWriter(store, new KubeStatusClient(kc), { log, canWrite })
     : undefined;
+  elector?.onChange((leading) => {
+    if (!leading) return;
+    writer?.resync();
+    egressWriter?.resync();
+    rateLimitWriter?.resync();
+  });
+  const electing = elector?.start(signal);
   const admin = serveAdmin({
     hostname: cfg.adminHost,
     port: cfg.adminPort,
@@ -133,6 +161,7 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
   writer?.close();
   rateLimitWriter?.close();
   egressWriter?.close();
+  await electing;
   await grpcServer.shutdown();
   await admin.finished;
 }
@@ -140,7 +169,11 @@ export async function run(cfg: PolicyMainConfig, signal: AbortSignal): Promise<v
 export async function main(args: string[]): Promise<void> {
   let cfg: PolicyMainConfig;
   try {
-    cfg = parseArgs(args, Deno.env.get("KUBECONFIG") || undefined);
+    cfg = parseArgs(
+      args,
+      Deno.env.get("KUBECONFIG") || undefined,
+      Deno.env.get("POD_NAME") || Deno.hostname(),
+    );
   } catch (e) {
     console.error(`policy: ${(e as Error).message}`);
     Deno.exit(2);

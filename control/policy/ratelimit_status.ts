@@ -5,7 +5,7 @@
  */
 import type { HttpLocalRateLimitPolicy } from "./resources.ts";
 import { rateLimitStatus, statusUpdate } from "./ratelimit.ts";
-import type { StatusClient } from "./route_status.ts";
+import { canWrite, type StatusClient, type StatusWriterOptions } from "./route_status.ts";
 import type { PolicyStore, StoreChange } from "./store.ts";
 
 export class RateLimitStatusWriter {
@@ -19,7 +19,7 @@ export class RateLimitStatusWriter {
   constructor(
     readonly store: PolicyStore,
     readonly client: StatusClient,
-    readonly opts: { delayMs?: number; log?: (m: string) => void; now?: () => Date } = {},
+    readonly opts: StatusWriterOptions = {},
   ) {
     this.#unlisten = store.listen((c) => this.#onChange(c));
   }
@@ -28,6 +28,14 @@ export class RateLimitStatusWriter {
     this.#unlisten();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+  }
+
+  /** Rechecks every policy (on gaining leadership: the followers wrote nothing meanwhile). */
+  resync(): void {
+    for (const p of this.store.list<HttpLocalRateLimitPolicy>("HTTPLocalRateLimitPolicy")) {
+      this.#dirty.add(p.metadata.namespace ?? "");
+    }
+    this.#schedule();
   }
 
   #onChange(c: StoreChange): void {
@@ -47,6 +55,8 @@ export class RateLimitStatusWriter {
     try {
       const namespaces = [...this.#dirty];
       this.#dirty.clear();
+      // A follower forgets what changed: resync() on gaining leadership rechecks everything.
+      if (!canWrite(this.opts)) return;
       for (const ns of namespaces) await this.syncNamespace(ns);
     } finally {
       this.#running = false;
@@ -61,6 +71,7 @@ export class RateLimitStatusWriter {
       if (!next) continue;
       const status = statusUpdate(p.status, next);
       if (!status) continue;
+      if (!canWrite(this.opts)) return;
       try {
         await this.client.patchStatus("HTTPLocalRateLimitPolicy", ns, p.metadata.name, status);
         this.writes++;

@@ -350,6 +350,21 @@ export interface StatusClient {
   patchStatus(kind: Kind, namespace: string, name: string, status: unknown): Promise<void>;
 }
 
+export interface StatusWriterOptions {
+  delayMs?: number;
+  log?: (m: string) => void;
+  now?: () => Date;
+  /**
+   * Whether this replica may write (it leads the status Lease, control/k8s/leader_election.ts);
+   * always when unset. Checked before every patch, so a replica that stops leading stops at once.
+   */
+  canWrite?: () => boolean;
+}
+
+export function canWrite(opts: StatusWriterOptions): boolean {
+  return opts.canWrite?.() ?? true;
+}
+
 const ROUTE_KINDS: RouteKind[] = ["HTTPRoute", "GatewayHTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute"];
 const ROUTE_KIND_SET = new Set<string>(ROUTE_KINDS);
 
@@ -369,7 +384,7 @@ export class RouteStatusWriter {
     readonly store: PolicyStore,
     readonly cfg: PolicyConfig,
     readonly client: StatusClient,
-    readonly opts: { delayMs?: number; log?: (m: string) => void; now?: () => Date } = {},
+    readonly opts: StatusWriterOptions = {},
   ) {
     this.#unlisten = store.listen((c) => this.#onChange(c));
   }
@@ -377,6 +392,14 @@ export class RouteStatusWriter {
   close(): void {
     this.#unlisten();
     if (this.#timer) clearTimeout(this.#timer);
+  }
+
+  /** Rechecks every route (on gaining leadership: the followers wrote nothing meanwhile). */
+  resync(): void {
+    for (const k of ROUTE_KINDS) {
+      for (const r of this.store.list(k)) this.#dirty.add(r.metadata.namespace ?? "");
+    }
+    if (!this.#timer) this.#timer = setTimeout(() => this.#run(), this.opts.delayMs ?? 50);
   }
 
   #onChange(c: StoreChange): void {
@@ -423,6 +446,8 @@ export class RouteStatusWriter {
     try {
       const namespaces = [...this.#dirty];
       this.#dirty.clear();
+      // A follower forgets what changed: resync() on gaining leadership rechecks everything.
+      if (!canWrite(this.opts)) return;
       for (const ns of namespaces) await this.syncNamespace(ns);
     } finally {
       this.#running = false;
@@ -437,6 +462,7 @@ export class RouteStatusWriter {
         if (ours.length === 0) continue;
         const status = mergedStatus(route.status, ours, this.cfg.controllerName);
         if (!status) continue;
+        if (!canWrite(this.opts)) return;
         try {
           await this.client.patchStatus(kind, ns, route.metadata.name, status);
           this.writes++;
