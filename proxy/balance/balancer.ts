@@ -32,6 +32,9 @@ import { HttpError } from "../http/message.ts";
 import { preciseClock } from "../core/clock.ts";
 import { DEFAULT_PEAK_EWMA, PeakEwma, type PeakEwmaConfig } from "./peak_ewma.ts";
 import { type Rng, systemRng } from "../core/rng.ts";
+import { BalancerStats } from "../metrics/balancer_stats.ts";
+// The counters live with the metrics (the layer below), so the families read them without importing this.
+export { BalancerStats, QUEUE_LATENCY_BOUNDS } from "../metrics/balancer_stats.ts";
 
 export interface FailureAccrualConfig {
   /** Consecutive failures that eject an endpoint (Linkerd's annotation default: 7). */
@@ -53,55 +56,6 @@ export interface QueueConfig {
 export const DEFAULT_QUEUE: Readonly<QueueConfig> = { capacity: 10_000, failfastMs: 3_000 };
 
 export type BalancerEvent = "eject" | "eject_deferred" | "probation" | "restore";
-
-/** Upper bounds (seconds) of the queue latency histogram: linkerd2-proxy's balancer queue buckets. */
-export const QUEUE_LATENCY_BOUNDS: readonly number[] = [0.0005, 0.005, 0.05, 0.5, 1, 3];
-
-/**
- * What a balancer counts for Linkerd's `outbound_http_balancer_{queue,p2c}_*` families: plain fields
- * updated in place, so a request adds increments and no object. One instance may be shared by the
- * balancers of one parent and backend (as Linkerd's families share a series per label set), so the
- * counters survive a balancer being rebuilt.
- */
-export class BalancerStats {
-  /** Requests that entered the queue: every request given to the balancer that was not refused at once. */
-  queueRequests = 0;
-  /** Time spent in the queue: counts per `QUEUE_LATENCY_BOUNDS` bucket (not cumulative; last is +Inf). */
-  readonly queueLatency: number[] = new Array(QUEUE_LATENCY_BOUNDS.length + 1).fill(0);
-  queueLatencySum = 0;
-  /** Failfast gate: opened (at creation and on leaving failfast) and shut (on entering it) counts. */
-  gateOpens = 0;
-  gateShuts = 0;
-  /** Unix seconds of the last open / shut; the other one is 0, as Linkerd's gauges. */
-  gateOpenTime = 0;
-  gateShutTime = 0;
-  /** The failfast timeout, seconds. */
-  gateTimeout = 0;
-  /** Endpoint set changes: one per endpoint added or changed, one per endpoint removed. */
-  updatesAdd = 0;
-  updatesRemove = 0;
-
-  /** A request that left the queue (served, failed by failfast, or given up) after `seconds`. */
-  dequeued(seconds: number): void {
-    const b = QUEUE_LATENCY_BOUNDS;
-    let i = 0;
-    while (i < b.length && seconds > b[i]) i++;
-    this.queueLatency[i]++;
-    this.queueLatencySum += seconds;
-  }
-
-  gateOpen(): void {
-    this.gateOpens++;
-    this.gateOpenTime = Date.now() / 1000;
-    this.gateShutTime = 0;
-  }
-
-  gateShut(): void {
-    this.gateShuts++;
-    this.gateShutTime = Date.now() / 1000;
-    this.gateOpenTime = 0;
-  }
-}
 
 export interface BalancerOptions {
   /** For error messages (e.g. the Destination.Get path). */

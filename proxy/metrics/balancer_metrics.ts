@@ -20,7 +20,7 @@
 import type { MetricFamily, MetricSample, MetricSnapshot, Registry } from "./registry.ts";
 import type { L4RouteRef } from "./l4_route_metrics.ts";
 import { metaLabels } from "./http_route_metrics.ts";
-import { BalancerStats, QUEUE_LATENCY_BOUNDS } from "../balance/balancer.ts";
+import { BalancerStats, QUEUE_LATENCY_BOUNDS } from "./balancer_stats.ts";
 
 /** What the gauges read from a live balancer. */
 export interface BalancerView {
