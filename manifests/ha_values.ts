@@ -10,6 +10,7 @@
  *     linkerd-proxy: { requests: { memory: 64Mi } }   # the control plane's own proxies
  */
 import { parse } from "yaml";
+import { editDistance } from "../control/flags/flags.ts";
 
 /** The Deployments HA scales, by their `linkerd.io/control-plane-component` label. */
 export const HA_COMPONENTS = ["destination", "identity", "proxy-injector"] as const;
@@ -45,17 +46,6 @@ export class ValuesError extends Error {
 /** Kubernetes quantities, as the injector accepts them in its resource annotations. */
 const QUANTITY = /^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
 const MAX_REPLICAS = 15;
-
-function editDistance(a: string, b: string): number {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-  }
-  return d[a.length][b.length];
-}
 
 /** "; did you mean X?" for a misspelt name among known ones, else "". */
 export function didYouMean(given: string, known: readonly string[], prefix = ""): string {

@@ -101,7 +101,8 @@ export interface ParseOptions {
   usage?: string;
 }
 
-function distance(a: string, b: string): number {
+/** Levenshtein distance, for "did you mean" hints. */
+export function editDistance(a: string, b: string): number {
   const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
   for (let j = 1; j <= b.length; j++) d[0][j] = j;
   for (let i = 1; i <= a.length; i++) {
@@ -140,7 +141,7 @@ export function parseFlags(
     const [, given, hasValue, raw] = m!;
     const spec = bySpelling.get(given);
     if (!spec) {
-      const near = [...bySpelling.keys()].filter((k) => distance(k, given) <= 2 || k.includes(given));
+      const near = [...bySpelling.keys()].filter((k) => editDistance(k, given) <= 2 || k.includes(given));
       const hint = near.length ? `; did you mean ${near.map((k) => `--${k}`).join(" or ")}?` : "";
       fail(`unknown flag --${given}${hint} (known: ${specs.map((s) => `--${s.name}`).join(" ")})`);
     }
