@@ -15,9 +15,7 @@
 // The anchor goes first so the issuer rotation can use the new anchor's key, which this test made: the key of
 // the anchor `deploy` created is not needed, and a re-run works on a cluster a previous run rotated.
 import assert from "node:assert/strict";
-import { parseAllDocuments } from "yaml";
 import {
-  apply,
   CONTROL_PLANE_NS,
   inNamespace,
   type Json,
@@ -25,18 +23,15 @@ import {
   KUBECONFIG,
   kubectl,
   requireMesh,
-  rolloutStatus,
 } from "./lib/kube.ts";
-import { parseMetrics, type Sample, select, sum } from "./lib/prom.ts";
+import { delta, fmtCounts, loadCounts, startDemoLoad } from "./lib/demo_load.ts";
+import { parseMetrics, type Sample, select } from "./lib/prom.ts";
 import { PROXY_ADMIN_PORT } from "./lib/workloads.ts";
-import { waitFor } from "./lib/wait.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-const DEMO = `${ROOT}manifests/examples/demo`;
 const ROTATE = `${ROOT}manifests/rotation/main.ts`;
-const LOAD_PORT = 9990;
-const RATE = "10";
-const LOAD_DURATION_S = "1500";
+const RATE = 10;
+const LOAD_DURATION_S = 1500;
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** Each wait of the command; shorter only to try the test's own machinery on a mesh without issue 21's parts. */
 const WAIT = `--timeout=${Deno.env.get("WEFT_ROTATION_WAIT") ?? "4m"}`;
@@ -84,67 +79,6 @@ async function rotate(args: string[]): Promise<{ code: number; seconds: number; 
   };
   const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
   return { code: status.code, seconds: (Date.now() - t0) / 1000, out };
-}
-
-async function readDemo(file: string): Promise<Json[]> {
-  return parseAllDocuments(await Deno.readTextFile(`${DEMO}/${file}`)).map((d) => d.toJSON()).filter((d) =>
-    d
-  );
-}
-
-/** The demo at a higher, still modest rate, its load clients bounded in time. */
-async function demoObjects(): Promise<Json[]> {
-  const docs = [
-    ...await readDemo("http.yaml"),
-    ...await readDemo("grpc.yaml"),
-    ...await readDemo("tcp.yaml"),
-  ];
-  for (const d of docs) {
-    if (d.kind !== "Deployment") continue;
-    for (const c of d.spec.template.spec.containers) {
-      if (!c.env?.some((e: Json) => e.name === "MODE")) continue;
-      c.env = c.env.filter((e: Json) => e.name !== "RATE" && e.name !== "DURATION_S");
-      c.env.push({ name: "RATE", value: RATE }, { name: "DURATION_S", value: LOAD_DURATION_S });
-    }
-  }
-  return docs;
-}
-
-interface LoadCounts {
-  [mode: string]: { success: number; failure: number; skipped: number };
-}
-
-async function loadCounts(loadPods: Json[]): Promise<LoadCounts> {
-  const out: LoadCounts = {};
-  for (const p of loadPods) {
-    const res = await fetch(`http://${p.status.podIP}:${LOAD_PORT}/metrics`, {
-      signal: AbortSignal.timeout(5000),
-    });
-    const m = parseMetrics(await res.text());
-    const mode = p.metadata.labels.app.replace(/-load$/, "");
-    out[mode] = {
-      success: sum(m, "demo_client_requests_total", { result: "success" }),
-      failure: sum(m, "demo_client_requests_total", { result: "failure" }),
-      skipped: sum(m, "demo_client_requests_total", { result: "skipped" }),
-    };
-  }
-  return out;
-}
-
-function delta(a: LoadCounts, b: LoadCounts): LoadCounts {
-  return Object.fromEntries(
-    Object.keys(b).map((k) => [k, {
-      success: b[k].success - (a[k]?.success ?? 0),
-      failure: b[k].failure - (a[k]?.failure ?? 0),
-      skipped: b[k].skipped - (a[k]?.skipped ?? 0),
-    }]),
-  );
-}
-
-function fmtCounts(c: LoadCounts): string {
-  return Object.entries(c).map(([k, v]) =>
-    `${k} ${v.success} ok / ${v.failure} failed${v.skipped ? ` / ${v.skipped} skipped` : ""}`
-  ).join(", ");
 }
 
 /**
@@ -330,35 +264,7 @@ Deno.test({
       const [oldAnchor] = await bundleFingerprints();
 
       await inNamespace("e2e-rotation", { inject: true }, async (ns) => {
-        const docs = await demoObjects();
-        await apply(ns, JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }));
-        const deployments = docs.filter((d) => d.kind === "Deployment").map((d) => d.metadata.name as string);
-        await Promise.all(deployments.map((d) => rolloutStatus(ns, `deployment/${d}`, 240_000)));
-        const pods = ((await kjson(["-n", ns, "get", "pods", "-l", "app.kubernetes.io/part-of=weft-demo"]))
-          .items as Json[])
-          .filter((p) => p.status?.phase === "Running" && !p.metadata.deletionTimestamp);
-        const loadPods = pods.filter((p) => p.metadata.labels?.["demo.weft.io/role"] === "load");
-        assert.equal(loadPods.length, 3, "one load client each for HTTP/1, gRPC and TCP");
-        // Traffic flows before anything changes: every client has successes and no failure yet.
-        await waitFor("every load client to carry 20 successful requests", async () => {
-          const c = await loadCounts(loadPods);
-          return Object.values(c).every((v) => v.success >= 20);
-        }, {
-          timeoutMs: 90_000,
-          intervalMs: 2_000,
-          describe: async () => fmtCounts(await loadCounts(loadPods)),
-        });
-
-        // Start-up failures (a client's first connections before its server's endpoints are known) are not the
-        // rotation's: the baseline is taken once a 10 s window passes without a new failure.
-        let window = await loadCounts(loadPods);
-        await waitFor("a 10 s window without a failed request", async () => {
-          await new Promise((r) => setTimeout(r, 10_000));
-          const now = await loadCounts(loadPods);
-          const quiet = Object.values(delta(window, now)).every((v) => v.failure === 0 && v.success > 0);
-          window = now;
-          return quiet;
-        }, { timeoutMs: 90_000, intervalMs: 0, describe: () => fmtCounts(window) });
+        const loadPods = await startDemoLoad(ns, RATE, LOAD_DURATION_S);
         const snap0 = await podSnapshot([ns, CONTROL_PLANE_NS]);
         // The demo's proxies and the control plane's (identity, destination and policy, …): the hops from the
         // proxies to the controllers go through the latter.
