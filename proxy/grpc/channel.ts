@@ -7,7 +7,10 @@
  *   control backoff settings) and the call goes to the next one; when every address is backing off
  *   the call fails at once with UNAVAILABLE (the watches retry with their own backoff).
  * - The target is resolved again after a failure, at most once per `reresolveMinMs`: a replaced
- *   controller pod's address disappears from its headless Service.
+ *   controller pod's address disappears from its headless Service. It is also resolved every
+ *   `reresolveIntervalMs` while the channel is in use, because a failure is not always seen: a pod
+ *   killed while its watches were elsewhere stays in the list until a later reconnect picks it and
+ *   waits out the connect timeout, and a new replica would get no connections until a failure.
  * - Connections with open streams are pinged (keepalive), so a controller that vanished without a
  *   FIN fails its streams instead of leaving the watches silent forever.
  *
@@ -40,6 +43,8 @@ export interface GrpcChannelOptions {
   backoff: ChannelBackoff;
   /** Least time between resolutions. Default 1 s. */
   reresolveMinMs?: number;
+  /** Resolve again this often while the channel knows addresses. Default 10 s; 0 turns it off. */
+  reresolveIntervalMs?: number;
   /** Default: a ping every 10 s while streams are open, 5 s for its ACK (as the grpc-js channels had). */
   keepAlive?: { intervalMs: number; timeoutMs: number };
   /** Bound on connecting one address, TLS included. Default 10 s. */
@@ -70,6 +75,7 @@ export class GrpcChannel {
   #resolveError: string | undefined;
   #closed = false;
   #closing = new AbortController();
+  #refresh: ReturnType<typeof setInterval> | undefined;
 
   constructor(o: GrpcChannelOptions) {
     this.#o = o;
@@ -119,6 +125,7 @@ export class GrpcChannel {
   /** Stops new calls and closes every connection (open streams fail). */
   close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#refresh);
     this.#closing.abort(new GrpcError(Status.UNAVAILABLE, `${this.#o.name}: channel closed`));
     const all = [...this.#subs.values()];
     this.#subs.clear();
@@ -175,6 +182,9 @@ export class GrpcChannel {
     }
     this.#resolveError = undefined;
     if (this.#closed) return;
+    // No ready replica right now (a restart, a rollout): nothing better to go to, so the known addresses
+    // stay, backing off, and come back if the same pods become ready again.
+    if (eps.length === 0 && this.#order.length > 0) return;
     const keep = new Map<string, Subchannel>();
     for (const ep of eps) {
       const key = endpointKey(ep);
@@ -187,6 +197,15 @@ export class GrpcChannel {
     this.#subs = keep;
     this.#order = [...keep.values()];
     this.#next = this.#next % Math.max(1, this.#order.length);
+    this.#startRefresh();
+  }
+
+  /** Once the channel has addresses: resolve again every interval, without keeping the process alive. */
+  #startRefresh(): void {
+    const every = this.#o.reresolveIntervalMs ?? 10_000;
+    if (this.#refresh !== undefined || every <= 0 || this.#closed || this.#order.length === 0) return;
+    this.#refresh = setInterval(() => this.#resolveSoon(), every);
+    Deno.unrefTimer(this.#refresh);
   }
 
   #subchannel(key: string, ep: Endpoint): Subchannel {

@@ -239,3 +239,60 @@ Deno.test("grpc channel: a closed channel refuses calls and ends its streams", a
     a.close();
   }
 });
+
+Deno.test("grpc channel: resolved again on its interval with no failure — a gone address leaves, a new one is used", async () => {
+  const a = await controller("a");
+  const b = await controller("b");
+  let eps = [{ host: "127.0.0.1", port: a.port }];
+  const c = channel(() => eps, { reresolveIntervalMs: 100 });
+  try {
+    assert.equal(await who(c.client), "a");
+    const resolved = c.resolves();
+    // The Service changes while every call succeeds: nothing fails that would trigger a resolution.
+    eps = [{ host: "127.0.0.1", port: b.port }];
+    await sleep(350);
+    assert.ok(c.resolves() > resolved, "resolved again without a failure");
+    assert.deepEqual(c.ch.addresses, [`127.0.0.1:${b.port}`]);
+    assert.equal(await who(c.client), "b");
+  } finally {
+    await c.ch.close();
+    a.close();
+    b.close();
+  }
+});
+
+Deno.test("grpc channel: no resolution on an interval when it is off, and none after close", async () => {
+  const a = await controller("a");
+  const c = channel(() => [{ host: "127.0.0.1", port: a.port }], { reresolveIntervalMs: 0 });
+  const d = channel(() => [{ host: "127.0.0.1", port: a.port }], { reresolveIntervalMs: 50 });
+  try {
+    assert.equal(await who(c.client), "a");
+    assert.equal(await who(d.client), "a");
+    await d.ch.close();
+    const [rc, rd] = [c.resolves(), d.resolves()];
+    await sleep(200);
+    assert.equal(c.resolves(), rc, "interval off");
+    assert.equal(d.resolves(), rd, "closed channel stopped resolving");
+  } finally {
+    await c.ch.close();
+    a.close();
+  }
+});
+
+Deno.test("grpc channel: an empty answer (no ready replica) keeps the known addresses", async () => {
+  const a = await controller("a");
+  let eps = [{ host: "127.0.0.1", port: a.port }];
+  const c = channel(() => eps, { reresolveIntervalMs: 50 });
+  try {
+    assert.equal(await who(c.client), "a");
+    eps = [];
+    const resolved = c.resolves();
+    await sleep(200);
+    assert.ok(c.resolves() > resolved);
+    assert.deepEqual(c.ch.addresses, [`127.0.0.1:${a.port}`]);
+    assert.equal(await who(c.client), "a");
+  } finally {
+    await c.ch.close();
+    a.close();
+  }
+});
