@@ -115,21 +115,24 @@ Deno.test({
       await kube.json("POST", `/api/v1/namespaces/${ns}/serviceaccounts`, {
         body: JSON.stringify({ metadata: { name: "weft-identity" } }),
       });
-      // The identity Role exactly as the manifests grant it, in this namespace.
+      // The identity Roles exactly as the manifests grant them, in this namespace: its own, and the
+      // leader-election one (the publisher writes only while it holds its Lease).
       const rbac = await Deno.readTextFile(new URL("./control-plane/rbac.yaml", import.meta.url));
       const docs = rbac.split(/^---$/m).map((d) => parse(d));
-      const role = docs.find((d) => d?.kind === "Role" && d.metadata.name === "weft-identity");
-      assert.ok(role, "rbac.yaml has the weft-identity Role");
-      await kube.json("POST", `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-        body: JSON.stringify({ metadata: { name: "weft-identity" }, rules: role.rules }),
-      });
-      await kube.json("POST", `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-        body: JSON.stringify({
-          metadata: { name: "weft-identity" },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "weft-identity" },
-          subjects: [{ kind: "ServiceAccount", name: "weft-identity", namespace: ns }],
-        }),
-      });
+      for (const name of ["weft-identity", "weft-identity-leader-election"]) {
+        const role = docs.find((d) => d?.kind === "Role" && d.metadata.name === name);
+        assert.ok(role, `rbac.yaml has the ${name} Role`);
+        await kube.json("POST", `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+          body: JSON.stringify({ metadata: { name }, rules: role.rules }),
+        });
+        await kube.json("POST", `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+          body: JSON.stringify({
+            metadata: { name },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+            subjects: [{ kind: "ServiceAccount", name: "weft-identity", namespace: ns }],
+          }),
+        });
+      }
       await kube.json("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
         body: JSON.stringify({
           metadata: { name: crb },

@@ -1,10 +1,10 @@
 // Cluster e2e: the deployed dashboard's API, through a port-forward as `weft dashboard` reaches it, with the
-// demo running (`deno task demo`): the demo's three request-serving services appear with non-zero RPS, the
+// demo running (`deno task demo`; started here when absent): the demo's three request-serving services appear with non-zero RPS, the
 // workload charts have points, the overview's checks and certificates are there; and a viewer can change
 // nothing — every method but GET is refused, and the dashboard's ServiceAccount may not write.
 import assert from "node:assert/strict";
 import { kubectl, requireMesh } from "./lib/kube.ts";
-import { DEMO_NS, DEMO_SERVICES, demoNotRunning, openDashboard } from "./lib/dashboard.ts";
+import { DEMO_NS, DEMO_SERVICES, ensureDemo, openDashboard } from "./lib/dashboard.ts";
 import { waitFor } from "./lib/wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -22,7 +22,7 @@ Deno.test({
   ...opts,
   async fn(t) {
     await requireMesh();
-    assert.deepEqual(await demoNotRunning(), [], `the demo is not running in ${DEMO_NS} (deno task demo)`);
+    assert.deepEqual(await ensureDemo(), [], `the demo is not running in ${DEMO_NS} (deno task demo)`);
     const pf = await openDashboard(AbortSignal.timeout(180_000));
     try {
       const base = pf.url;

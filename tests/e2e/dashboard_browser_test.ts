@@ -11,7 +11,7 @@ import {
   DEMO_EDGES,
   DEMO_NS,
   DEMO_SERVICES,
-  demoNotRunning,
+  ensureDemo,
   openDashboard,
   Pages,
   Sel,
@@ -31,7 +31,6 @@ import {
 const opts = { sanitizeOps: false, sanitizeResources: false };
 /** A dashboard run by hand (tests/e2e/lib/dashboard.ts) has no pod to watch. */
 const DASHBOARD_URL_SET = !!Deno.env.get("WEFT_DASHBOARD_URL");
-const DEMO_MAIN = new URL("../demo/main.ts", import.meta.url).pathname;
 const VIEWPORTS = [{ name: "wide", width: 1280, height: 800 }, { name: "narrow", width: 400, height: 800 }];
 /** The dashboard refreshes from Prometheus; RPS needs a couple of scrapes after a page opens. */
 const DATA_MS = 30_000;
@@ -77,17 +76,7 @@ Deno.test({
   ...opts,
   async fn(t) {
     await requireMesh();
-    if ((await demoNotRunning()).length > 0) {
-      // A fresh cluster (CI): start the demo as `deno task demo` does; it waits for traffic and leaves it running.
-      const demo = await new Deno.Command(Deno.execPath(), {
-        args: ["run", "-A", DEMO_MAIN, "--window", "5"],
-        stdout: "inherit",
-        stderr: "inherit",
-        signal: AbortSignal.timeout(300_000),
-      }).output();
-      assert.equal(demo.code, 0, "tests/demo/main.ts could not start the demo");
-    }
-    const missing = await demoNotRunning();
+    const missing = await ensureDemo();
     assert.deepEqual(missing, [], `the demo is not running in ${DEMO_NS} (run \`deno task demo\`)`);
     const dir = await artefactDir();
     console.log(`dashboard screenshots: ${dir}`);

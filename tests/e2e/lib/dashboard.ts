@@ -87,6 +87,25 @@ export async function demoNotRunning(): Promise<string[]> {
   });
 }
 
+const DEMO_MAIN = new URL("../../demo/main.ts", import.meta.url).pathname;
+
+/**
+ * Starts the demo as `deno task demo` does when it is not running (a fresh cluster, as in CI: nothing
+ * else starts it), then returns what is still missing (empty when it runs).
+ */
+export async function ensureDemo(): Promise<string[]> {
+  if ((await demoNotRunning()).length === 0) return [];
+  // It waits for traffic and leaves the demo running.
+  const demo = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", DEMO_MAIN, "--window", "5"],
+    stdout: "inherit",
+    stderr: "inherit",
+    signal: AbortSignal.timeout(300_000),
+  }).output();
+  if (demo.code !== 0) return [`tests/demo/main.ts exited with ${demo.code}`];
+  return await demoNotRunning();
+}
+
 /** Restarts of the dashboard's containers, by pod/container, with the last termination's reason (e.g. OOMKilled). */
 export async function dashboardRestarts(): Promise<Map<string, { restarts: number; reason: string }>> {
   const pods = await kjson([
