@@ -103,8 +103,10 @@ Deno.test({
       ]);
       for (const [i, share, success] of [[0, 1, 0.9], [1, 0.5, 1], [2, 0.25, 1], [3, 0.125, 0]] as const) {
         const r = rows[i];
+        // 15%, plus one request over the 10 s window: the lightest row (2.5 rps) is a counter that steps by one
+        // every 0.4 s, and a loaded machine delays scrapes (CI read 2.10 against 2.47, 0.001 past 15%).
         assert.ok(
-          Math.abs(r.rps - share * rate) <= 0.15 * share * rate,
+          Math.abs(r.rps - share * rate) <= 0.15 * share * rate + 0.1,
           `${r.source}→${r.destination} ${r.rps} rps vs ${share * rate}`,
         );
         assert.ok(Math.abs(r.success! - success) < 0.04, `${r.source}→${r.destination} success ${r.success}`);
