@@ -4,8 +4,7 @@
  * Plain HTTP through the kubeconfig's credentials, with the injector's own field manager.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import * as http from "node:http";
-import * as https from "node:https";
+import { apiMessage, kubeRequest } from "../k8s/raw_request.ts";
 import {
   TRUST_ROOTS_CONFIGMAP,
   TRUST_ROOTS_COPY_CONFIGMAP,
@@ -34,14 +33,14 @@ export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
     const path = `/api/v1/namespaces/${this.controlPlaneNamespace}/configmaps/${TRUST_ROOTS_CONFIGMAP}`;
     const r = await this.#request("GET", path);
     if (r.status === 404) return undefined;
-    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${apiMessage(r.text)}`);
     return (JSON.parse(r.text) as ConfigMap).data ?? {};
   }
 
   async listCopies(): Promise<{ namespace: string; data: Record<string, string> }[]> {
     const path = `/api/v1/configmaps?fieldSelector=metadata.name%3D${TRUST_ROOTS_COPY_CONFIGMAP}`;
     const r = await this.#request("GET", path);
-    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    if (r.status !== 200) throw new Error(`GET ${path}: HTTP ${r.status}: ${apiMessage(r.text)}`);
     const list = JSON.parse(r.text) as { items?: ConfigMap[] };
     // Only the copies of this control plane's source: another control plane's (a second mesh, a test's) are
     // its own to keep, and syncing both would have them overwrite each other's copies in turn.
@@ -68,7 +67,7 @@ export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
     };
     const r = await this.#request("POST", path, JSON.stringify(body), "application/json");
     if (r.status === 409) return "exists";
-    if (r.status >= 300) throw new Error(`POST ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    if (r.status >= 300) throw new Error(`POST ${path}: HTTP ${r.status}: ${apiMessage(r.text)}`);
     return "created";
   }
 
@@ -77,44 +76,17 @@ export class KubeTrustRootsCopyApi implements TrustRootsCopyApi {
     const r = await this.#request("PATCH", path, JSON.stringify({ data }), "application/merge-patch+json");
     // Deleted since it was listed (its namespace is going away): nothing left to keep equal.
     if (r.status === 404) return;
-    if (r.status >= 300) throw new Error(`PATCH ${path}: HTTP ${r.status}: ${message(r.text)}`);
+    if (r.status >= 300) throw new Error(`PATCH ${path}: HTTP ${r.status}: ${apiMessage(r.text)}`);
   }
 
-  async #request(
-    method: string,
-    path: string,
-    body?: string,
-    contentType?: string,
-  ): Promise<{ status: number; text: string }> {
-    const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const url = new URL(`${cluster.server.replace(/\/$/, "")}${path}`);
-    if (body !== undefined) url.searchParams.set("fieldManager", INJECTOR_FIELD_MANAGER);
-    const opts: https.RequestOptions = {
+  #request(method: string, path: string, body?: string, contentType?: string) {
+    return kubeRequest(this.kc, {
       method,
-      headers: { Accept: "application/json", ...(contentType ? { "Content-Type": contentType } : {}) },
-    };
-    await this.kc.applyToHTTPSOptions(opts);
-    const mod = url.protocol === "https:" ? https : http;
-    return await new Promise((resolve, reject) => {
-      const req = mod.request(url, opts, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => text += c);
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-        res.on("error", reject);
-      });
-      req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer in ${this.timeoutMs}ms`)));
-      req.on("error", reject);
-      req.end(body);
+      path,
+      body,
+      contentType,
+      fieldManager: INJECTOR_FIELD_MANAGER,
+      timeoutMs: this.timeoutMs,
     });
-  }
-}
-
-function message(text: string): string {
-  try {
-    return (JSON.parse(text) as { message?: string }).message ?? text.slice(0, 300);
-  } catch {
-    return text.slice(0, 300);
   }
 }

@@ -3,10 +3,9 @@
  * kubeconfig's credentials. PUT carries the read resourceVersion, so a stale write gets 409.
  */
 import type { KubeConfig } from "@kubernetes/client-node";
-import * as http from "node:http";
-import * as https from "node:https";
 import type { Registry } from "prom-client";
 import { systemClock } from "../../proto/support/clock.ts";
+import { apiMessage, kubeRequest } from "./raw_request.ts";
 import { LeaderElector, type Lease, type LeaseApi, LeaseConflictError } from "./leader_election.ts";
 
 /** An elector for a component's Lease over the API server, with the default timings. */
@@ -61,49 +60,20 @@ export class KubeLeaseApi implements LeaseApi {
   }
 
   #parse(r: { status: number; text: string }, what: string): Lease {
-    if (r.status === 409) throw new LeaseConflictError(`${what}: ${message(r.text)}`);
-    if (r.status < 200 || r.status >= 300) throw new Error(`${what}: HTTP ${r.status}: ${message(r.text)}`);
+    if (r.status === 409) throw new LeaseConflictError(`${what}: ${apiMessage(r.text)}`);
+    if (r.status < 200 || r.status >= 300) {
+      throw new Error(`${what}: HTTP ${r.status}: ${apiMessage(r.text)}`);
+    }
     return JSON.parse(r.text) as Lease;
   }
 
-  async #request(
-    method: string,
-    path: string,
-    signal: AbortSignal,
-    body?: Lease,
-  ): Promise<{ status: number; text: string }> {
-    const cluster = this.kc.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    const url = new URL(`${cluster.server.replace(/\/$/, "")}${path}`);
-    if (body !== undefined) url.searchParams.set("fieldManager", this.fieldManager);
-    const opts: https.RequestOptions = {
+  #request(method: string, path: string, signal: AbortSignal, body?: Lease) {
+    return kubeRequest(this.kc, {
       method,
-      headers: {
-        Accept: "application/json",
-        ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
-      },
-    };
-    await this.kc.applyToHTTPSOptions(opts);
-    signal.throwIfAborted();
-    const mod = url.protocol === "https:" ? https : http;
-    return await new Promise((resolve, reject) => {
-      const req = mod.request(url, { ...opts, signal }, (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => text += c);
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
-        res.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
+      path,
+      signal,
+      fieldManager: this.fieldManager,
+      ...(body !== undefined ? { body: JSON.stringify(body), contentType: "application/json" } : {}),
     });
-  }
-}
-
-function message(text: string): string {
-  try {
-    return (JSON.parse(text) as { message?: string }).message ?? text.slice(0, 300);
-  } catch {
-    return text.slice(0, 300);
   }
 }
