@@ -27,6 +27,8 @@ export interface WebhookServerOptions {
   maxBodyBytes?: number;
   /** A request (headers and body) must arrive within this long. */
   requestTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open; default 120 s. */
+  keepAliveTimeoutMs?: number;
   log?: (msg: string) => void;
   /**
    * When given: `webhook_http_responses_total{path,code}` (paths outside `paths` count as
@@ -115,6 +117,10 @@ export async function serveWebhook(opts: WebhookServerOptions): Promise<WebhookS
   // Slow clients must not hold connections forever (the API server sends small bodies quickly).
   server.requestTimeout = opts.requestTimeoutMs ?? 30_000;
   server.headersTimeout = Math.min(server.requestTimeout, 10_000);
+  // The API server keeps idle webhook connections for 90 s and does not retry a POST that meets a
+  // connection closing under it (it reports "EOF"). Node's default of 5 s made the server the side
+  // that closes, racing each reuse; outliving the client's idle timeout leaves closing to the client.
+  server.keepAliveTimeout = opts.keepAliveTimeoutMs ?? 120_000;
 
   function send(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, close = false) {
     const path = new URL(req.url ?? "/", "https://webhook").pathname;

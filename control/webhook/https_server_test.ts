@@ -197,3 +197,34 @@ Deno.test("the server refuses to start on a missing or mismatched pair, naming t
     await ca.close();
   }
 });
+
+Deno.test("an idle keep-alive connection outlives Node's 5 s default, so the API server's reuse never meets a close", async () => {
+  await withServer(async ({ server, ca }) => {
+    const sock = tls.connect({ host: "127.0.0.1", port: server.port, ca: ca.caPem });
+    await new Promise<void>((resolve, reject) => {
+      sock.once("secureConnect", () => resolve());
+      sock.once("error", reject);
+    });
+    let received = "";
+    let closed = false;
+    sock.on("data", (d: Buffer) => received += d.toString("latin1"));
+    sock.on("close", () => closed = true);
+    const request = (body: string) =>
+      `POST /validate HTTP/1.1\r\nhost: webhook\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+    const answers = () => received.match(/HTTP\/1\.1 200 OK/g)?.length ?? 0;
+    const waitAnswers = async (n: number) => {
+      const deadline = Date.now() + 5000;
+      while (answers() < n && !closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    };
+    sock.write(request('{"n":1}'));
+    await waitAnswers(1);
+    assert.equal(answers(), 1);
+    // Past Node's default keepAliveTimeout (5 s), with nothing sent.
+    await new Promise((r) => setTimeout(r, 7000));
+    assert.equal(closed, false, "the server closed an idle keep-alive connection after 5 s");
+    sock.write(request('{"n":2}'));
+    await waitAnswers(2);
+    assert.equal(answers(), 2, `second request on the reused connection: ${received}`);
+    sock.destroy();
+  });
+});
