@@ -24,6 +24,8 @@ import {
   NODE_NAME,
   RUN_DIR,
   STATE_DIR,
+  WORKER_LINK_PREFIX,
+  WORKER_PREFIX,
 } from "./config.ts";
 import { exec, exists, must, sleep, waitFor } from "./exec.ts";
 import {
@@ -36,8 +38,9 @@ import {
 import { formatStuck, stuckTerminating } from "../../manifests/stuck_terminating.ts";
 import { NETNS_DIR, netnsDirProblem, prepareNetnsDir, readNetnsDirState } from "./netns_dir.ts";
 import { ensurePki } from "./pki.ts";
-import { type Binaries, processSpecs, writeConfigs } from "./components.ts";
-import { killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
+import { type Binaries, nodeSpecs, processSpecs, writeConfigs } from "./components.ts";
+import { killCgroup, killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
+import { ensureWorker, listWorkers, removeWorker, workerLayout } from "./worker.ts";
 import { ADDONS_YAML } from "./addons.ts";
 import { buildImages, importImages } from "../../images/build.ts";
 
@@ -230,7 +233,15 @@ export function unavailableReason(): string | undefined {
   return requireRootLinux();
 }
 
-export async function up(log: Log): Promise<UpResult> {
+export interface UpOptions {
+  /**
+   * Nodes the cluster should have: the first node plus `nodes - 1` workers. Workers beyond that are removed.
+   * Undefined keeps (and starts) whatever workers exist.
+   */
+  nodes?: number;
+}
+
+export async function up(log: Log, opts: UpOptions = {}): Promise<UpResult> {
   const reason = requireRootLinux();
   if (reason) throw new Error(reason);
   const t0 = Date.now();
@@ -262,8 +273,27 @@ export async function up(log: Log): Promise<UpResult> {
   await ensureFirstJumpAfterKubeProxy();
   await waitNodeReady(log);
   await applyAddons(log);
+  await ensureWorkers(opts.nodes, { bins, images, log });
   log(`up: cluster ready in ${((Date.now() - t0) / 1000).toFixed(0)}s (${API_URL})`);
   return { kubeconfig: ADMIN_KUBECONFIG, kubectl: join(bins.k8s, "kubectl") };
+}
+
+async function ensureWorkers(
+  nodes: number | undefined,
+  ctx: { bins: Binaries; images: Awaited<ReturnType<typeof buildImages>>; log: Log },
+) {
+  const existing = await listWorkers();
+  const wanted = nodes === undefined ? existing : Array.from({ length: nodes - 1 }, (_, i) => i + 1);
+  for (const i of existing.filter((i) => !wanted.includes(i))) {
+    const name = workerLayout(i).name;
+    ctx.log(`nodes: removing ${name}`);
+    await removeWorker(i, ctx.bins, ctx.log);
+    await kubectl(["delete", "node", name, "--ignore-not-found", "--wait=false"]);
+  }
+  const kubectlBin = join(ctx.bins.k8s, "kubectl");
+  for (const i of wanted) {
+    await ensureWorker(i, { ...ctx, kubectl: kubectlBin, kubeconfig: ADMIN_KUBECONFIG });
+  }
 }
 
 /** True when every component runs and the API server answers ready. */
@@ -284,6 +314,7 @@ export async function down(log: Log) {
   if (reason) throw new Error(reason);
   const bins = await binaryDirs();
   const specs = processSpecs(bins);
+  for (const i of await listWorkers()) await removeWorker(i, bins, log);
   // kubelet first, so it does not restart the pods being removed.
   if (await stop("kubelet")) log("stop: kubelet");
   const crictl = join(bins.crictl, "crictl");
@@ -339,11 +370,15 @@ export async function leftovers(bins: Binaries): Promise<string[]> {
   }
   try {
     for await (const e of Deno.readDir("/run/netns")) {
-      if (e.name.startsWith("cni-")) left.push(`netns ${e.name}`);
+      if (e.name.startsWith("cni-") || e.name.startsWith(WORKER_PREFIX)) left.push(`netns ${e.name}`);
     }
   } catch { /* none */ }
   for (const dev of [BRIDGE, API_DEVICE]) {
     if ((await exec("ip", ["link", "show", dev])).code === 0) left.push(`link ${dev}`);
+  }
+  const links = (await exec("ip", ["-o", "link", "show"])).stdout;
+  for (const m of links.matchAll(new RegExp(`^\\d+: (${WORKER_LINK_PREFIX}\\d+)[@:]`, "gm"))) {
+    left.push(`link ${m[1]}`);
   }
   for (const cmd of ["iptables", "ip6tables"]) {
     for (const table of ["filter", "nat", "mangle"]) {
@@ -352,28 +387,6 @@ export async function leftovers(bins: Binaries): Promise<string[]> {
     }
   }
   return left;
-}
-
-/** Kills what is left in kubelet's pod cgroups and removes them, in every v1 hierarchy. */
-async function killCgroup(name: string) {
-  const roots: string[] = [];
-  try {
-    for await (const e of Deno.readDir("/sys/fs/cgroup")) roots.push(join("/sys/fs/cgroup", e.name, name));
-  } catch {
-    return;
-  }
-  const dirs: string[] = [];
-  const walk = async (d: string) => {
-    dirs.push(d);
-    for await (const e of Deno.readDir(d)) if (e.isDirectory) await walk(join(d, e.name));
-  };
-  for (const r of roots) await walk(r).catch(() => {});
-  for (const d of dirs) {
-    const procs = await Deno.readTextFile(join(d, "cgroup.procs")).catch(() => "");
-    for (const p of procs.split("\n").filter(Boolean)) await killPid(Number(p), 0);
-  }
-  dirs.sort((a, b) => b.length - a.length);
-  for (const d of dirs) await Deno.remove(d).catch(() => {});
 }
 
 /** Network namespaces containerd created for our pods and left behind (e.g. after a crash). */
@@ -396,9 +409,10 @@ export async function status(): Promise<string> {
   const reason = requireRootLinux();
   if (reason) return `local cluster unavailable: ${reason}`;
   const bins = await binaryDirs();
-  for (const spec of processSpecs(bins)) {
+  const workers = (await listWorkers()).map(workerLayout);
+  for (const spec of [...processSpecs(bins), ...workers.flatMap((w) => nodeSpecs(w, bins))]) {
     const pid = await runningPid(spec.name, spec.binary);
-    lines.push(`${spec.name.padEnd(24)} ${pid ? `running (pid ${pid})` : "stopped"}   ${logFile(spec.name)}`);
+    lines.push(`${spec.name.padEnd(32)} ${pid ? `running (pid ${pid})` : "stopped"}   ${logFile(spec.name)}`);
   }
   if (await runningPid("kube-apiserver")) {
     lines.push(`api ${API_URL}: ${(await apiReady()) ? "ready" : "not ready"}`);

@@ -13,6 +13,7 @@ import {
   NODE_POD_CIDR,
   POD_CIDR,
   SERVICE_CIDR,
+  WORKER_LINK_PREFIX,
 } from "./config.ts";
 import { exec } from "./exec.ts";
 
@@ -436,6 +437,8 @@ Deno.test("pod and service traffic is kept on this machine (rules and routes)", 
       `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${SERVICE_CIDR} -j RETURN`,
       `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -j DROP`,
       `-A ${ISOLATION_CHAIN} -d ${POD_CIDR} -j DROP`,
+      `-A ${ISOLATION_CHAIN} -i ${WORKER_LINK_PREFIX}+ -j DROP`,
+      `-A ${ISOLATION_CHAIN} -o ${WORKER_LINK_PREFIX}+ -j DROP`,
     ]);
   });
   await t.step("nothing masquerades pod traffic", async () => {

@@ -37,10 +37,56 @@ export interface Binaries {
   crictl: string;
 }
 
-const CONTAINERD_CONFIG = join(STATE_DIR, "containerd.toml");
-const KUBELET_CONFIG = join(STATE_DIR, "kubelet.yaml");
-const KUBE_PROXY_CONFIG = join(STATE_DIR, "kube-proxy.yaml");
 const RESOLV_CONF = join(STATE_DIR, "resolv.conf");
+
+/**
+ * Where one node keeps its runtime, kubelet and kube-proxy state, and how it is reached. The first node
+ * (`mainNode`) runs in the host's network namespace next to the control plane; worker nodes (worker.ts) each
+ * have their own network namespace, pod range, cgroup root and directories, so they share nothing but the host.
+ */
+export interface NodeLayout {
+  name: string;
+  ip: string;
+  podCidr: string;
+  /** Prefix of the node's process names (pid and log files); "" for the first node. */
+  procPrefix: string;
+  /** Network namespace (under /run/netns) the node's processes run in; undefined for the host's. */
+  netns?: string;
+  /** Parent cgroup of the node's pods; undefined for the root. */
+  cgroupRoot?: string;
+  stateDir: string;
+  containerdRoot: string;
+  containerdState: string;
+  containerdSocket: string;
+  cniConfDir: string;
+  cniIpamDir: string;
+  kubeletDir: string;
+  podLogDir: string;
+  /** Names of the kubelet's serving and client certificates in the PKI directory. */
+  kubeletServerCert: string;
+  kubeletClientCert: string;
+}
+
+export const mainNode: NodeLayout = {
+  name: NODE_NAME,
+  ip: NODE_IP,
+  podCidr: NODE_POD_CIDR,
+  procPrefix: "",
+  stateDir: STATE_DIR,
+  containerdRoot: CONTAINERD_ROOT,
+  containerdState: CONTAINERD_STATE,
+  containerdSocket: CONTAINERD_SOCKET,
+  cniConfDir: CNI_CONF_DIR,
+  cniIpamDir: CNI_IPAM_DIR,
+  kubeletDir: KUBELET_DIR,
+  podLogDir: POD_LOG_DIR,
+  kubeletServerCert: "kubelet-server",
+  kubeletClientCert: "kubelet-client",
+};
+
+const containerdConfigPath = (n: NodeLayout) => join(n.stateDir, "containerd.toml");
+const kubeletConfigPath = (n: NodeLayout) => join(n.stateDir, "kubelet.yaml");
+const kubeProxyConfigPath = (n: NodeLayout) => join(n.stateDir, "kube-proxy.yaml");
 
 /** Writes a file only when its content differs: kube-proxy exits when its config file is touched. */
 async function writeIfChanged(path: string, text: string) {
@@ -50,27 +96,32 @@ async function writeIfChanged(path: string, text: string) {
 
 /** Writes every component config file; edits here take effect when the component next starts. */
 export async function writeConfigs() {
-  await Deno.mkdir(CNI_CONF_DIR, { recursive: true });
-  await writeIfChanged(CONTAINERD_CONFIG, containerdConfig());
-  await writeIfChanged(join(CNI_CONF_DIR, "10-weft.conflist"), JSON.stringify(cniConfig(), null, 2));
-  await writeIfChanged(KUBELET_CONFIG, kubeletConfig());
-  await writeIfChanged(KUBE_PROXY_CONFIG, kubeProxyConfig());
+  await writeNodeConfigs(mainNode);
   // Pods with dnsPolicy Default must not learn the host's resolver (an outside address): give them the cluster's.
   await writeIfChanged(RESOLV_CONF, `nameserver ${DNS_SERVICE_IP}\noptions ndots:1\n`);
 }
 
-function containerdConfig(): string {
+/** The config files of one node's containerd, CNI, kubelet and kube-proxy. */
+export async function writeNodeConfigs(n: NodeLayout) {
+  await Deno.mkdir(n.cniConfDir, { recursive: true });
+  await writeIfChanged(containerdConfigPath(n), containerdConfig(n));
+  await writeIfChanged(join(n.cniConfDir, "10-weft.conflist"), JSON.stringify(cniConfig(n), null, 2));
+  await writeIfChanged(kubeletConfigPath(n), kubeletConfig(n));
+  await writeIfChanged(kubeProxyConfigPath(n), kubeProxyConfig(n));
+}
+
+function containerdConfig(n: NodeLayout): string {
   // An own root, state and socket keep this containerd apart from any other on the machine. The CRI may not
   // lower oom_score_adj here (restrict_oom_score_adj), and the sandbox image is imported, never pulled.
   return `version = 2
-root = "${CONTAINERD_ROOT}"
-state = "${CONTAINERD_STATE}"
+root = "${n.containerdRoot}"
+state = "${n.containerdState}"
 
 [grpc]
-  address = "${CONTAINERD_SOCKET}"
+  address = "${n.containerdSocket}"
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = "${STATE_DIR}/containerd-opt"
+  path = "${n.stateDir}/containerd-opt"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "${PAUSE_IMAGE}"
@@ -87,12 +138,12 @@ state = "${CONTAINERD_STATE}"
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "${CNI_BIN_DIR}"
-    conf_dir = "${CNI_CONF_DIR}"
+    conf_dir = "${n.cniConfDir}"
     max_conf_num = 1
 `;
 }
 
-function cniConfig() {
+function cniConfig(n: NodeLayout) {
   // ipMasq false: the bridge plugin would otherwise masquerade everything leaving the pod subnet.
   return {
     cniVersion: "1.0.0",
@@ -105,24 +156,24 @@ function cniConfig() {
       hairpinMode: true,
       ipam: {
         type: "host-local",
-        dataDir: CNI_IPAM_DIR,
-        ranges: [[{ subnet: NODE_POD_CIDR }]],
+        dataDir: n.cniIpamDir,
+        ranges: [[{ subnet: n.podCidr }]],
         routes: [{ dst: "0.0.0.0/0" }],
       },
     }],
   };
 }
 
-function kubeletConfig(): string {
+function kubeletConfig(n: NodeLayout): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: ${NODE_IP}
+address: ${n.ip}
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
-tlsCertFile: ${pki.crt("kubelet-server")}
-tlsPrivateKeyFile: ${pki.key("kubelet-server")}
+tlsCertFile: ${pki.crt(n.kubeletServerCert)}
+tlsPrivateKeyFile: ${pki.key(n.kubeletServerCert)}
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
@@ -130,17 +181,21 @@ authentication:
 authorization: {mode: Webhook}
 # cgroup v1 hybrid without systemd: cgroupfs driver on both sides, and v1 explicitly allowed.
 cgroupDriver: cgroupfs
-failCgroupV1: false
+failCgroupV1: false${
+    n.cgroupRoot
+      ? `\n# Each node's pods under its own parent, so two kubelets never manage the same cgroups.\ncgroupRoot: ${n.cgroupRoot}`
+      : ""
+  }
 failSwapOn: false
 protectKernelDefaults: false
 # Lowering oom_score_adj is not permitted on these machines.
 oomScoreAdj: 0
-containerRuntimeEndpoint: unix://${CONTAINERD_SOCKET}
+containerRuntimeEndpoint: unix://${n.containerdSocket}
 clusterDNS: [${DNS_SERVICE_IP}]
 clusterDomain: ${CLUSTER_DOMAIN}
 resolvConf: ${RESOLV_CONF}
-podLogsDir: ${POD_LOG_DIR}
-volumePluginDir: ${STATE_DIR}/kubelet-plugins
+podLogsDir: ${n.podLogDir}
+volumePluginDir: ${n.stateDir}/kubelet-plugins
 # containerd 1.6.20 does not pin the sandbox image and nothing can be pulled: never garbage-collect images.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -152,19 +207,19 @@ serverTLSBootstrap: false
 `;
 }
 
-function kubeProxyConfig(): string {
+function kubeProxyConfig(n: NodeLayout): string {
   // conntrack limits at 0 leave the kernel's values alone (writing them fails here); NodePorts only on NODE_IP.
   return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
   kubeconfig: ${kubeconfigPath("kube-proxy")}
-hostnameOverride: ${NODE_NAME}
+hostnameOverride: ${n.name}
 mode: iptables
 clusterCIDR: ${POD_CIDR}
 bindAddress: 127.0.0.1
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-nodePortAddresses: [${NODE_IP}/32]
+nodePortAddresses: [${n.ip}/32]
 oomScoreAdj: 0
 conntrack:
   maxPerCore: 0
@@ -180,7 +235,7 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
   const etcdUrl = `https://127.0.0.1:${ETCD_CLIENT_PORT}`;
   const peerUrl = `https://127.0.0.1:${ETCD_PEER_PORT}`;
   return [
-    { name: "containerd", binary: "/usr/bin/containerd", args: ["--config", CONTAINERD_CONFIG] },
+    nodeSpecs(mainNode, bin)[0],
     {
       name: "etcd",
       binary: join(bin.etcd, "etcd"),
@@ -271,22 +326,38 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
         "--v=1",
       ],
     },
+    ...nodeSpecs(mainNode, bin).slice(1),
+  ];
+}
+
+/** containerd, kubelet and kube-proxy of one node, in start order. */
+export function nodeSpecs(n: NodeLayout, bin: Binaries): ProcessSpec[] {
+  const k = (b: string) => join(bin.k8s, b);
+  return [
     {
-      name: "kubelet",
-      binary: k("kubelet"),
-      args: [
-        `--config=${KUBELET_CONFIG}`,
-        `--kubeconfig=${kubeconfigPath("kubelet-client")}`,
-        `--hostname-override=${NODE_NAME}`,
-        `--node-ip=${NODE_IP}`,
-        `--root-dir=${KUBELET_DIR}`,
-        "--v=1",
-      ],
+      name: `${n.procPrefix}containerd`,
+      binary: "/usr/bin/containerd",
+      args: ["--config", containerdConfigPath(n)],
+      netns: n.netns,
     },
     {
-      name: "kube-proxy",
+      name: `${n.procPrefix}kubelet`,
+      binary: k("kubelet"),
+      args: [
+        `--config=${kubeletConfigPath(n)}`,
+        `--kubeconfig=${kubeconfigPath(n.kubeletClientCert)}`,
+        `--hostname-override=${n.name}`,
+        `--node-ip=${n.ip}`,
+        `--root-dir=${n.kubeletDir}`,
+        "--v=1",
+      ],
+      netns: n.netns,
+    },
+    {
+      name: `${n.procPrefix}kube-proxy`,
       binary: k("kube-proxy"),
-      args: [`--config=${KUBE_PROXY_CONFIG}`, "--v=1"],
+      args: [`--config=${kubeProxyConfigPath(n)}`, "--v=1"],
+      netns: n.netns,
     },
   ];
 }

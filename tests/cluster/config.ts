@@ -19,6 +19,15 @@ export const DNS_SERVICE_IP = "10.96.0.10";
 export const CLUSTER_DOMAIN = "cluster.local";
 export const CNI_NETWORK = "weft";
 
+/**
+ * Worker nodes (`cluster:up --nodes=N`): worker i has the network namespace and node name `weft-worker-<i>`,
+ * a veth pair whose host end is `weft-w<i>` (10.10.<i>.1) and node end 10.10.<i>.2, and pods in
+ * 10.244.<i>.0/24, routed by the host. State under WORKERS_DIR/<name>.
+ */
+export const WORKER_PREFIX = "weft-worker-";
+export const WORKER_LINK_PREFIX = "weft-w";
+export const MAX_WORKERS = 9;
+
 /** The filter-table chain holding the isolation rules, jumped to first from FORWARD. */
 export const ISOLATION_CHAIN = "WEFT-ISOLATION";
 
@@ -38,6 +47,7 @@ export const CONTAINERD_SOCKET = `${RUN_DIR}/containerd.sock`;
 export const CNI_CONF_DIR = `${STATE_DIR}/cni`;
 export const CNI_IPAM_DIR = `${RUN_DIR}/cni-ipam`;
 export const POD_LOG_DIR = `${LOG_DIR}/pods`;
+export const WORKERS_DIR = `${STATE_DIR}/workers`;
 export const ADMIN_KUBECONFIG = `${STATE_DIR}/admin.kubeconfig`;
 /** Host settings changed by `up` with their previous values, restored by `down`. */
 export const HOST_STATE_FILE = `${STATE_DIR}/host-state.json`;

@@ -13,6 +13,7 @@ import {
   RUN_DIR,
   SERVICE_CIDR,
   STATE_DIR,
+  WORKER_LINK_PREFIX,
 } from "./config.ts";
 import { exec, exists, must, sleep } from "./exec.ts";
 
@@ -114,13 +115,19 @@ async function ensureApiAddress() {
 
 const COMMENT = ["-m", "comment", "--comment", "weft-cluster isolation"];
 
-/** The FORWARD rules: pod traffic may go only to pod and service ranges, nothing forwarded may reach pods. */
+/**
+ * The FORWARD rules: pod traffic may go only to pod and service ranges, nothing forwarded may reach pods, and
+ * a worker node's link forwards nothing but pod traffic.
+ */
 export function isolationRules(): string[][] {
   return [
     ["-s", POD_CIDR, "-d", POD_CIDR, "-j", "RETURN"],
     ["-s", POD_CIDR, "-d", SERVICE_CIDR, "-j", "RETURN"],
     ["-s", POD_CIDR, "-j", "DROP"],
     ["-d", POD_CIDR, "-j", "DROP"],
+    // A worker node's link carries its pods' traffic (allowed above) and nothing else forwarded.
+    ["-i", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
+    ["-o", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
   ];
 }
 

@@ -191,3 +191,32 @@ export async function ensurePki(log: (s: string) => void): Promise<boolean> {
   }
   return made;
 }
+
+/**
+ * The kubelet certificates and kubeconfig of a worker node (worker.ts): its own client identity
+ * `system:node:<name>` (so the Node authorizer limits it to its own pods) and a serving certificate for its IP.
+ */
+export async function ensureNodePki(
+  node: { name: string; ip: string; kubeletServerCert: string; kubeletClientCert: string },
+  log: (s: string) => void,
+) {
+  const specs: CertSpec[] = [
+    { name: node.kubeletClientCert, subject: `/O=system:nodes/CN=system:node:${node.name}`, usage: "client" },
+    {
+      name: node.kubeletServerCert,
+      subject: `/CN=system:node:${node.name}`,
+      usage: "server",
+      sans: [`DNS:${node.name}`, `IP:${node.ip}`, "IP:127.0.0.1"],
+    },
+  ];
+  let made = false;
+  for (const spec of specs) {
+    if (await exists(pki.crt(spec.name))) continue;
+    log(`pki: issuing ${spec.name} (${spec.subject})`);
+    await issue(spec);
+    made = true;
+  }
+  if (made || !(await exists(kubeconfigPath(node.kubeletClientCert)))) {
+    await writeKubeconfig(node.kubeletClientCert, `system:node:${node.name}`);
+  }
+}

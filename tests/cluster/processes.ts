@@ -11,6 +11,8 @@ export interface ProcessSpec {
   binary: string;
   args: string[];
   env?: Record<string, string>;
+  /** Network namespace (a name under /run/netns) to run in; the mount namespace stays the host's. */
+  netns?: string;
 }
 
 export const logFile = (name: string) => join(LOG_DIR, `${name}.log`);
@@ -49,7 +51,11 @@ export async function start(spec: ProcessSpec): Promise<number> {
   // The shell records its own pid and then execs the binary, so the pid file names the component itself.
   const script = 'echo $$ > "$WEFT_PIDFILE"; exec "$@" >> "$WEFT_LOGFILE" 2>&1 < /dev/null';
   const env = { ...spec.env, WEFT_PIDFILE: pf, WEFT_LOGFILE: log };
-  await must("setsid", ["-f", "sh", "-c", script, "sh", spec.binary, ...spec.args], { env });
+  // nsenter joins only the network namespace: the kubelet's volume mounts must stay visible to containerd.
+  const argv = spec.netns
+    ? ["nsenter", `--net=/run/netns/${spec.netns}`, "--", spec.binary, ...spec.args]
+    : [spec.binary, ...spec.args];
+  await must("setsid", ["-f", "sh", "-c", script, "sh", ...argv], { env });
   for (let i = 0; i < 100; i++) {
     if (await exists(pf)) {
       const pid = Number((await Deno.readTextFile(pf)).trim());
@@ -116,4 +122,26 @@ export async function pidsMatching(needle: string, prefix = false): Promise<numb
     } catch { /* exited */ }
   }
   return pids;
+}
+
+/** Kills what is left in kubelet's pod cgroups and removes them, in every v1 hierarchy. */
+export async function killCgroup(name: string) {
+  const roots: string[] = [];
+  try {
+    for await (const e of Deno.readDir("/sys/fs/cgroup")) roots.push(join("/sys/fs/cgroup", e.name, name));
+  } catch {
+    return;
+  }
+  const dirs: string[] = [];
+  const walk = async (d: string) => {
+    dirs.push(d);
+    for await (const e of Deno.readDir(d)) if (e.isDirectory) await walk(join(d, e.name));
+  };
+  for (const r of roots) await walk(r).catch(() => {});
+  for (const d of dirs) {
+    const procs = await Deno.readTextFile(join(d, "cgroup.procs")).catch(() => "");
+    for (const p of procs.split("\n").filter(Boolean)) await killPid(Number(p), 0);
+  }
+  dirs.sort((a, b) => b.length - a.length);
+  for (const d of dirs) await Deno.remove(d).catch(() => {});
 }
