@@ -4,10 +4,21 @@
  * (`chooseTarget`, from flags and facts about the machine); `loadImage` does it.
  */
 import { buildImages, type BuiltImage, type ImageKey, importImages, WEFT_IMAGE } from "../images/build.ts";
-import { API_URL as LOCAL_API_URL, CONTAINERD_SOCKET, IMAGE_CACHE } from "../tests/cluster/config.ts";
+import {
+  API_URL as LOCAL_API_URL,
+  CONTAINERD_SOCKET,
+  IMAGE_CACHE,
+  MAX_WORKERS,
+  workerContainerdSocket,
+} from "../tests/cluster/config.ts";
 
 export type ImageTarget =
-  | { kind: "containerd"; socket: string; why: string }
+  | {
+    kind: "containerd";
+    socket: string;
+    why: string; /** Other nodes' runtimes on this machine. */
+    alsoSockets?: string[];
+  }
   | { kind: "kind"; cluster: string; why: string }
   | { kind: "none"; why: string };
 
@@ -53,7 +64,15 @@ export async function chooseTarget(flags: TargetFlags, facts: TargetFacts): Prom
     return { kind: "kind", cluster, why };
   }
   if (facts.server === LOCAL_API_URL && facts.exists(CONTAINERD_SOCKET)) {
-    return { kind: "containerd", socket: CONTAINERD_SOCKET, why: "the local cluster (tests/cluster)" };
+    // Worker nodes (`cluster:up --nodes=N`) run their own containerd: each needs the image too.
+    const alsoSockets = Array.from({ length: MAX_WORKERS }, (_, i) => workerContainerdSocket(i + 1))
+      .filter((s) => facts.exists(s));
+    return {
+      kind: "containerd",
+      socket: CONTAINERD_SOCKET,
+      why: "the local cluster (tests/cluster)",
+      alsoSockets,
+    };
   }
   throw new TargetError(
     `cannot tell how to get the image into the cluster at ${facts.server}: it is neither the local cluster ` +
@@ -120,10 +139,12 @@ export async function loadImage(
   const built = img.rebuilt ? "built" : "up to date";
   if (target.kind === "containerd") {
     let imported = false;
-    await importImages(images, target.socket, (s) => {
-      imported = true;
-      log(s);
-    });
+    for (const socket of [target.socket, ...target.alsoSockets ?? []]) {
+      await importImages(images, socket, (s) => {
+        imported = true;
+        log(s);
+      });
+    }
     return {
       name: img.name,
       digest: img.digest,

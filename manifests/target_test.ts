@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { API_URL, CONTAINERD_SOCKET } from "../tests/cluster/config.ts";
+import { API_URL, CONTAINERD_SOCKET, workerContainerdSocket } from "../tests/cluster/config.ts";
 import { chooseTarget, type TargetFacts } from "./target.ts";
 
 const facts = (over: Partial<TargetFacts> = {}): TargetFacts => ({
@@ -14,6 +14,17 @@ Deno.test("the local cluster is recognised by its API server and containerd sock
   const t = await chooseTarget({}, facts({ server: API_URL, exists: (p) => p === CONTAINERD_SOCKET }));
   assert.equal(t.kind, "containerd");
   assert.equal(t.kind === "containerd" && t.socket, CONTAINERD_SOCKET);
+  assert.deepEqual(t.kind === "containerd" && t.alsoSockets, []);
+});
+
+Deno.test("the local cluster's worker nodes get the image in their own containerd too", async () => {
+  const present = [CONTAINERD_SOCKET, workerContainerdSocket(1), workerContainerdSocket(3)];
+  const t = await chooseTarget({}, facts({ server: API_URL, exists: (p) => present.includes(p) }));
+  assert.equal(t.kind === "containerd" && t.socket, CONTAINERD_SOCKET);
+  assert.deepEqual(t.kind === "containerd" && t.alsoSockets, [
+    workerContainerdSocket(1),
+    workerContainerdSocket(3),
+  ]);
 });
 
 Deno.test("kind: from the kubeconfig's cluster name or --kind, and a clear error without Docker", async () => {

@@ -27,6 +27,9 @@ export const CNI_NETWORK = "weft";
 export const WORKER_PREFIX = "weft-worker-";
 export const WORKER_LINK_PREFIX = "weft-w";
 export const MAX_WORKERS = 9;
+/** The containerd socket of worker i (deploy imports images into every node's runtime). */
+export const workerContainerdSocket = (i: number) =>
+  `${RUN_DIR}/workers/${WORKER_PREFIX}${i}/containerd.sock`;
 
 /** The filter-table chain holding the isolation rules, jumped to first from FORWARD. */
 export const ISOLATION_CHAIN = "WEFT-ISOLATION";

@@ -7,7 +7,15 @@
 // mounts volumes that containerd must see, exactly as on one machine with one mount table.
 
 import { join } from "node:path";
-import { LOG_DIR, MAX_WORKERS, RUN_DIR, WORKER_LINK_PREFIX, WORKER_PREFIX, WORKERS_DIR } from "./config.ts";
+import {
+  LOG_DIR,
+  MAX_WORKERS,
+  RUN_DIR,
+  WORKER_LINK_PREFIX,
+  WORKER_PREFIX,
+  workerContainerdSocket,
+  WORKERS_DIR,
+} from "./config.ts";
 import { type Binaries, type NodeLayout, nodeSpecs, writeNodeConfigs } from "./components.ts";
 import { exec, exists, must, waitFor } from "./exec.ts";
 import { ensureNodePki } from "./pki.ts";
@@ -45,7 +53,7 @@ export function workerLayout(i: number): WorkerLayout {
     runDir,
     containerdRoot: join(stateDir, "containerd"),
     containerdState: join(runDir, "containerd"),
-    containerdSocket: join(runDir, "containerd.sock"),
+    containerdSocket: workerContainerdSocket(i),
     cniConfDir: join(stateDir, "cni"),
     cniIpamDir: join(runDir, "cni-ipam"),
     kubeletDir: join(stateDir, "kubelet"),
