@@ -16,6 +16,7 @@ import {
   WORKER_LINK_PREFIX,
 } from "./config.ts";
 import { exec } from "./exec.ts";
+import { listWorkers, workerLayout } from "./worker.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false, ignore: !KUBECONFIG };
 
@@ -87,11 +88,13 @@ async function runOnce(ns: string, name: string, code: string): Promise<string> 
   return logs.stdout;
 }
 
-Deno.test("one node is Ready and CoreDNS runs", opts, async () => {
+Deno.test("every node is Ready and CoreDNS runs", opts, async () => {
   const nodes = await kjson(["get", "nodes"]);
-  assert.equal(nodes.items.length, 1);
-  const ready = nodes.items[0].status.conditions.find((c: { type: string }) => c.type === "Ready");
-  assert.equal(ready?.status, "True");
+  assert.ok(nodes.items.length >= 1, "no node");
+  for (const n of nodes.items) {
+    const ready = n.status.conditions.find((c: { type: string }) => c.type === "Ready");
+    assert.equal(ready?.status, "True", `node ${n.metadata.name} is not Ready`);
+  }
   const dns = await kjson(["-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns"]);
   assert.ok(dns.items.length >= 1, "no CoreDNS pod");
   for (const p of dns.items) {
@@ -469,13 +472,20 @@ Deno.test("pod and service traffic is kept on this machine (rules and routes)", 
     const links = JSON.parse((await exec("ip", ["-j", "link", "show", "master", API_DEVICE])).stdout);
     assert.deepEqual(links, [], `${API_DEVICE} must have no ports`);
   });
-  await t.step("pods are routed only on the cluster bridge", async () => {
+  await t.step("pods are routed only on the cluster bridge and to worker nodes' links", async () => {
     const routes = JSON.parse((await exec("ip", ["-j", "-4", "route", "show", "table", "main"])).stdout) as {
       dst: string;
       dev: string;
     }[];
     const pod = routes.filter((r) => r.dst.startsWith("10.244."));
-    assert.deepEqual(pod.map((r) => `${r.dst} ${r.dev}`), [`${NODE_POD_CIDR} ${BRIDGE}`]);
+    const workers = (await listWorkers()).map(workerLayout);
+    assert.deepEqual(
+      pod.map((r) => `${r.dst} ${r.dev}`).sort(),
+      [
+        `${NODE_POD_CIDR} ${BRIDGE}`,
+        ...workers.map((w) => `${w.podCidr} ${w.link}`),
+      ].sort(),
+    );
   });
   await t.step("CoreDNS answers cluster.local only and forwards nothing", async () => {
     const corefile = await kc([
