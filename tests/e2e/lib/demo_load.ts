@@ -76,8 +76,15 @@ export function fmtCounts(c: LoadCounts): string {
  * and then for a 10 s window without a new failure (start-up failures — a client's first connections before
  * its server's endpoints are known — are not the fault's). Returns the three load pods.
  */
-export async function startDemoLoad(ns: string, rate: number, durationS: number): Promise<Json[]> {
+export async function startDemoLoad(
+  ns: string,
+  rate: number,
+  durationS: number,
+  /** Changes the demo's objects before they are applied (e.g. where each Deployment's pods run). */
+  edit?: (docs: Json[]) => void,
+): Promise<Json[]> {
   const docs = await demoObjects(rate, durationS);
+  edit?.(docs);
   await apply(ns, JSON.stringify({ apiVersion: "v1", kind: "List", items: docs }));
   const deployments = docs.filter((d) => d.kind === "Deployment").map((d) => d.metadata.name as string);
   await Promise.all(deployments.map((d) => rolloutStatus(ns, `deployment/${d}`, 240_000)));

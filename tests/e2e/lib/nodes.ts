@@ -1,0 +1,76 @@
+/**
+ * Two nodes for the cross-node tests. On the local cluster without a worker, worker 1 is added for the test
+ * and removed afterwards (`cluster:up --nodes=2` keeps one for good); another cluster needs two Ready nodes.
+ */
+import { join } from "node:path";
+import { ADMIN_KUBECONFIG, API_URL, IMAGE_CACHE, NODE_NAME } from "../../cluster/config.ts";
+import { binaryDirs } from "../../cluster/cluster.ts";
+import { ensureWorker, listWorkers, removeWorker, workerLayout } from "../../cluster/worker.ts";
+import { buildImages } from "../../../images/build.ts";
+import { type Json, kc, kjson, kubectl } from "./kube.ts";
+
+export interface TwoNodes {
+  /** A node that stays up (the control plane's, on the local cluster). */
+  main: string;
+  /** The other node; on the local cluster a worker the test may kill (`index` for worker.ts). */
+  other: string;
+  workerIndex?: number;
+}
+
+async function isLocalCluster(): Promise<boolean> {
+  const r = await kubectl(["config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"]);
+  return r.code === 0 && r.stdout.trim() === API_URL && Deno.uid?.() === 0;
+}
+
+/** Why the cross-node tests cannot run here, or undefined. */
+export async function twoNodesUnavailable(): Promise<string | undefined> {
+  if (await isLocalCluster()) return undefined;
+  const ready = ((await kjson(["get", "nodes"])).items as Json[]).filter((n) =>
+    n.status.conditions.some((c: Json) => c.type === "Ready" && c.status === "True")
+  );
+  return ready.length >= 2 ? undefined : `the cluster has ${ready.length} Ready node(s); these tests need 2`;
+}
+
+export async function withTwoNodes(fn: (nodes: TwoNodes) => Promise<void>): Promise<void> {
+  if (!(await isLocalCluster())) {
+    const names = ((await kjson(["get", "nodes"])).items as Json[]).map((n) => n.metadata.name as string);
+    return await fn({ main: names[0], other: names[1] });
+  }
+  const bins = await binaryDirs();
+  let workers = await listWorkers();
+  const created = workers.length === 0;
+  if (created) {
+    const log = (s: string) => console.log(`  ${s}`);
+    const images = await buildImages({
+      cacheDir: IMAGE_CACHE,
+      corednsBinary: join(bins.coredns, "coredns"),
+      log,
+    });
+    await ensureWorker(1, {
+      bins,
+      images,
+      kubectl: join(bins.k8s, "kubectl"),
+      kubeconfig: ADMIN_KUBECONFIG,
+      log,
+    });
+    workers = [1];
+  }
+  const w = workerLayout(workers[0]);
+  try {
+    await fn({ main: NODE_NAME, other: w.name, workerIndex: w.index });
+  } finally {
+    if (created) {
+      await removeWorker(w.index, bins, (s) => console.log(`  ${s}`));
+      await kc(["delete", "node", w.name, "--wait=false"]);
+    }
+  }
+}
+
+/** Runs the named Deployments' pods on the given nodes (by hostname label). */
+export function placeOn(docs: Json[], placement: Record<string, string>) {
+  for (const d of docs) {
+    const node = d.kind === "Deployment" ? placement[d.metadata.name] : undefined;
+    if (!node) continue;
+    d.spec.template.spec.nodeSelector = { "kubernetes.io/hostname": node };
+  }
+}
