@@ -21,6 +21,7 @@ import type { V1Container, V1Pod } from "@kubernetes/client-node";
 import { buildPatch } from "../control/injector/patch.ts";
 import { defaultInjectorConfig, type InjectorConfig } from "../control/injector/config.ts";
 import { PROXY_CONTAINER } from "../control/injector/decision.ts";
+import { imageTag } from "../control/injector/image_tag.ts";
 import { Annotations } from "../proto/annotations.ts";
 import { applyJsonPatch } from "./json_patch.ts";
 import { describe, type Manifest, ManifestError } from "./kinds.ts";
@@ -149,12 +150,15 @@ function substituteImage(c: V1Container, p: RenderParams): void {
 
 /** The injector's config for the control plane's own proxies: its defaults, with this deploy's image. */
 export function controlPlaneInjectorConfig(p: RenderParams): InjectorConfig {
+  const defaults = defaultInjectorConfig(p.trustAnchorsPem);
   return {
-    ...defaultInjectorConfig(p.trustAnchorsPem),
+    ...defaults,
     controlPlaneNamespace: NAMESPACE,
     clusterDomain: CLUSTER_DOMAIN,
     trustDomain: TRUST_DOMAIN,
     image: p.image,
+    // As the injector's flags: the proxy's version is its image's tag (check compares the two).
+    version: imageTag(p.image) ?? defaults.version,
     imagePullPolicy: p.imagePullPolicy,
     nativeSidecars: p.nativeSidecars,
   };

@@ -510,3 +510,11 @@ Deno.test("the controllers that elect a leader get their pod's name as POD_NAME 
     assert.deepEqual(env(c, "POD_NAME")?.valueFrom, { fieldRef: { fieldPath: "metadata.name" } }, container);
   }
 });
+
+Deno.test("the control plane's proxies record their image's tag as linkerd.io/proxy-version (issue 19)", async () => {
+  for (const d of of("Deployment")) {
+    assert.equal(d.spec.template.metadata.annotations["linkerd.io/proxy-version"], "1.2.3", d.metadata.name);
+  }
+  const dev = (await render({ image: "localhost/weft:dev" })).filter((o) => o.kind === "Deployment") as Obj[];
+  for (const d of dev) assert.equal(d.spec.template.metadata.annotations["linkerd.io/proxy-version"], "dev");
+});

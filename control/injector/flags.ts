@@ -15,6 +15,7 @@ import { HostPortError, splitHostPort } from "../flags/host_port.ts";
 import { Ports } from "../../proto/ports.ts";
 import { defaultInjectorConfig, type InjectorConfig, type ResourceSpec } from "./config.ts";
 import { checkOverrideValue } from "./overrides.ts";
+import { imageTag } from "./image_tag.ts";
 
 /** The injector's config before the trust anchors are read and the sidecar mode is known. */
 export type BaseConfig = Omit<InjectorConfig, "trustAnchorsPem" | "nativeSidecars">;
@@ -49,7 +50,7 @@ const PROXY_FLAGS_USAGE =
   --cluster-domain=cluster.local --identity-trust-domain=cluster.local   (alias --trust-domain)
   --trust-anchors-file=${DEFAULT_TRUST_ANCHORS_FILE}
   --proxy-image=localhost/weft:dev --image-pull-policy=Never|IfNotPresent|Always
-  --proxy-version=dev                   recorded in linkerd.io/proxy-version
+  --proxy-version=TAG                   recorded in linkerd.io/proxy-version (default: --proxy-image's tag)
   --proxy-command="weft-proxy" --init-command="weft-init"
   --await-command="weft-await --timeout=120s --port=${Ports.proxyAdmin}" --sleep-command="weft-await sleep"
                                         (words split on spaces, or a JSON array of strings)
@@ -220,7 +221,8 @@ function parseProxyFlags(f: Flags): { base: BaseConfig; native?: string; anchors
     throw new FlagError(`--proxy-image: "${image}" is not an image reference`);
   }
   const base: BaseConfig = {
-    version: get("proxy-version") ?? d.version,
+    // The proxy image's tag by default: a control plane deployed with another image stamps it on new pods.
+    version: get("proxy-version") ?? imageTag(image) ?? d.version,
     controlPlaneNamespace,
     clusterDomain: dnsName(get("cluster-domain") ?? DEFAULT_CLUSTER_DOMAIN, "cluster-domain"),
     trustDomain: dnsName(get("identity-trust-domain") ?? DEFAULT_TRUST_DOMAIN, "identity-trust-domain"),

@@ -49,6 +49,17 @@ Deno.test("injector flags and env resolve into the config the patch uses", () =>
   assert.deepEqual(o.base.resources, { cpuRequest: "20m", memoryRequest: "32Mi", cpuLimit: "1" });
   assert.deepEqual(o.base.opaquePorts, [3306, 6379, 6380]);
   assert.equal(o.base.trustDomain, "td.example", "--trust-domain is an alias of --identity-trust-domain");
+  assert.equal(o.base.version, "v1", "the proxy version defaults to the proxy image's tag");
+});
+
+Deno.test("the proxy version: --proxy-version, else the --proxy-image tag, else dev (issue 19)", () => {
+  assert.equal(parseInjectorArgs([], {}).base.version, "dev");
+  assert.equal(parseInjectorArgs(["--proxy-image=localhost/weft:upgrade"], {}).base.version, "upgrade");
+  assert.equal(parseInjectorArgs(["--proxy-image=reg:5000/weft@sha256:ab"], {}).base.version, "dev");
+  assert.equal(
+    parseInjectorArgs(["--proxy-image=localhost/weft:upgrade", "--proxy-version=2.1.0"], {}).base.version,
+    "2.1.0",
+  );
 });
 
 Deno.test("bad flags fail naming the flag and the accepted form", () => {

@@ -14,6 +14,7 @@
  */
 import { PROXY_CONTAINER } from "../../control/injector/decision.ts";
 import { Annotations } from "../../proto/annotations.ts";
+import { imageTag } from "../../control/injector/image_tag.ts";
 import { NAMESPACE } from "../render.ts";
 import { type Obj, podContainers } from "./objects.ts";
 import { type CheckContext, type CheckResult, result } from "./result.ts";
@@ -25,19 +26,12 @@ const CONTROLLERS = new Set(["destination", "policy", "validator", "identity", "
 /** Pods listed in a detail line before "and N more". */
 const SHOWN = 10;
 
+export { imageTag };
+
 export interface Version {
   version?: string;
   /** The image ID the kubelet reports (a content digest), when the container has started. */
   build?: string;
-}
-
-/** The tag of an image reference (`reg:5000/weft:1.2` → `1.2`); undefined for a digest-only or bare name. */
-export function imageTag(image: string | undefined): string | undefined {
-  if (!image) return undefined;
-  const name = image.split("@")[0];
-  const slash = name.lastIndexOf("/");
-  const colon = name.lastIndexOf(":");
-  return colon > slash ? name.slice(colon + 1) : undefined;
 }
 
 /** major.minor of a version that reads as numbers; undefined for `dev` and other names. */
