@@ -13,6 +13,7 @@ import { topCommand } from "./top.ts";
 import { diagnosticsCommand } from "./diagnostics/command.ts";
 import { dashboardCommand } from "./dashboard.ts";
 import { uninjectCommand } from "./uninject.ts";
+import { restartProxiesCommand } from "./restart_proxies.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
@@ -24,5 +25,6 @@ export const COMMANDS: readonly Command[] = [
   tapCommand,
   diagnosticsCommand,
   uninjectCommand,
+  restartProxiesCommand,
   dashboardCommand,
 ];
