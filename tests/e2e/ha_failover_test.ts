@@ -19,12 +19,23 @@
 //    the gauges agreeing, a killed leader's Lease taken by another pod (its acquireTime printed); a restarted
 //    demo pod gets a certificate and is served under its inbound policy; a new HTTPRoute gets its status. The
 //    demo's logs are saved to a file after a fault with failed requests or a watch slower than 5 s to reconnect.
-// 3. `deploy` without --ha, 1 ready replica each; the test's namespace is deleted.
+// 3. Upgrade under the load: the image deploy built is tagged localhost/weft:ha-upgrade in every node's
+//    containerd (a new image reference, the same build) and `deploy --ha --no-image-load --image=<it>` rolls
+//    the control plane onto it; every control-plane Deployment rolled out, every pod and template on the new
+//    image, zero failed demo requests, one leader per Lease, and the version-skew check a warning (not a
+//    failure) naming the demo's proxies, none of the control plane's. The rollout time is printed.
+// 4. Data-plane roll under the load: `weft restart-proxies -l 'app in (<the demo's servers>)' --batch=2`
+//    (the load clients hold the counts, so they stay); zero failed demo requests, the restarted pods' proxies
+//    on the new image and no longer skewed, the load clients still skewed.
+// 5. `deploy` without --ha, 1 ready replica each; the test's namespace is deleted; the extra tag removed.
 import assert from "node:assert/strict";
 import { LeaderLeases } from "../../proto/control_plane.ts";
 import { Ports } from "../../proto/ports.ts";
 import { exec } from "../lib/exec.ts";
 import { BIN_CACHE, CONTAINERD_SOCKET } from "../cluster/config.ts";
+import { nodeSocket } from "../cluster/worker.ts";
+import { checkVersionSkew, skewedProxies } from "../../manifests/check/version_skew.ts";
+import { Kube } from "../../manifests/kube.ts";
 import { delta, fmtCounts, type LoadCounts, loadCounts, startDemoLoad } from "./lib/demo_load.ts";
 import {
   apply,
@@ -38,7 +49,9 @@ import {
   kubectl,
   pods,
   requireMesh,
+  rolloutStatus,
   waitForReadyPods,
+  WEFT_IMAGE,
 } from "./lib/kube.ts";
 import { waitForMetric } from "./lib/mesh.ts";
 import { parseMetrics, scrape, sum } from "./lib/prom.ts";
@@ -55,7 +68,7 @@ if (!ENABLED) {
 const ROOT = new URL("../../", import.meta.url).pathname;
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const RATE = 10;
-const LOAD_DURATION_S = 1800;
+const LOAD_DURATION_S = 3600;
 const HA_REPLICAS = 3;
 /** A fault after which some proxy watch took longer than this to reconnect gets its logs saved. */
 const SLOW_RECONNECT_S = 5;
@@ -68,10 +81,11 @@ const LEASES: { lease: string; component: Component; port: number }[] = [
   { lease: LeaderLeases.injectorTrustRootsCopier, component: "proxy-injector", port: Ports.injectorAdmin },
 ];
 
-/** `deno task deploy [--ha]`, echoed; fails the test on a non-zero exit. */
-async function deploy(ha: boolean): Promise<number> {
-  const args = ["run", "-A", `${ROOT}manifests/main.ts`, "deploy", ...(ha ? ["--ha"] : [])];
-  console.log(`$ deno task deploy${ha ? " --ha" : ""}`);
+/** `deno task deploy [--ha] [extra…]`, echoed; fails the test on a non-zero exit. */
+async function deploy(ha: boolean, extra: string[] = []): Promise<number> {
+  const flags = [...(ha ? ["--ha"] : []), ...extra];
+  const args = ["run", "-A", `${ROOT}manifests/main.ts`, "deploy", ...flags];
+  console.log(`$ deno task deploy ${flags.join(" ")}`);
   const t0 = Date.now();
   const child = new Deno.Command(Deno.execPath(), {
     args,
@@ -80,14 +94,16 @@ async function deploy(ha: boolean): Promise<number> {
     stderr: "piped",
     signal: AbortSignal.timeout(20 * 60_000),
   }).spawn();
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
-      await Deno.stdout.write(new TextEncoder().encode(chunk.replace(/^(?=.)/gm, "  | ")));
-    }
-  };
   const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
-  assert.equal(status.code, 0, `deploy${ha ? " --ha" : ""} failed`);
+  assert.equal(status.code, 0, `deploy ${flags.join(" ")} failed`);
   return (Date.now() - t0) / 1000;
+}
+
+/** A child's output on the test's, indented. */
+async function pump(s: ReadableStream<Uint8Array>) {
+  for await (const chunk of s.pipeThrough(new TextDecoderStream())) {
+    await Deno.stdout.write(new TextEncoder().encode(chunk.replace(/^(?=.)/gm, "  | ")));
+  }
 }
 
 async function waitForReplicas(n: number): Promise<void> {
@@ -278,7 +294,7 @@ async function proxyReconnects(ns: string, t0: number): Promise<Reconnects> {
  * After a fault with failed requests or a slow reconnect: every demo pod's logs (load clients: which request failed and how;
  * proxies: what they saw) since just before the kill, into a file named in the output (the namespace goes).
  */
-async function saveEvidence(ns: string, fault: number, t0: number): Promise<void> {
+async function saveEvidence(ns: string, fault: number | string, t0: number): Promise<void> {
   const since = new Date(t0 - 5000).toISOString();
   let text = `fault ${fault}, kill at ${new Date(t0).toISOString()}\n`;
   for (const p of await pods(ns, "app.kubernetes.io/part-of=weft-demo")) {
@@ -291,7 +307,10 @@ async function saveEvidence(ns: string, fault: number, t0: number): Promise<void
       text += `=== ${p.metadata.name} ${c}\n${r.stdout}${r.stderr}`;
     }
   }
-  const file = await Deno.makeTempFile({ prefix: `weft-ha-fault${fault}-`, suffix: ".log" });
+  const file = await Deno.makeTempFile({
+    prefix: `weft-ha-${typeof fault === "number" ? `fault${fault}` : fault}-`,
+    suffix: ".log",
+  });
   await Deno.writeTextFile(file, text);
   console.log(`fault ${fault}: the demo's logs since the kill are in ${file}`);
 }
@@ -374,6 +393,124 @@ function fmtUsage(u: Usage): string {
   const total = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0).toFixed(1);
   return Object.keys(u.memoryMiB).sort().map((k) => `${k} ${u.memoryMiB[k]} MiB ${u.cpuMillicores[k]}m`)
     .join(", ") + `; total ${total(u.memoryMiB)} MiB ${total(u.cpuMillicores)}m`;
+}
+
+/** The control plane's upgrade image: the image deploy built, tagged under a second name on every node. */
+const UPGRADE_IMAGE = "localhost/weft:ha-upgrade";
+/** The demo's server workloads (the load clients are not restarted: they hold the request counts). */
+const DEMO_SERVERS = ["api", "grpc", "tcp", "web"];
+
+async function ctr(socket: string, args: string[]): Promise<string> {
+  const r = await exec("ctr", ["-a", socket, "-n", "k8s.io", ...args], {
+    signal: AbortSignal.timeout(60_000),
+  });
+  if (r.code !== 0) throw new Error(`ctr -a ${socket} ${args.join(" ")}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+/** Every node's containerd socket, by node name (workers have their own runtime, tests/cluster/worker.ts). */
+async function nodeSockets(): Promise<Record<string, string>> {
+  const nodes: string[] = (await kjson(["get", "nodes"])).items.map((n: Json) => n.metadata.name);
+  return Object.fromEntries(nodes.map((n) => [n, nodeSocket(n, CONTAINERD_SOCKET)]));
+}
+
+/** The manifest digest of `ref` in a node's containerd, or undefined. */
+async function imageDigest(socket: string, ref: string): Promise<string | undefined> {
+  for (const line of (await ctr(socket, ["images", "ls"])).split("\n")) {
+    const cols = line.split(/\s+/);
+    if (cols[0] === ref) return cols.find((c) => c.startsWith("sha256:"));
+  }
+  return undefined;
+}
+
+/**
+ * Tags the image deploy loaded (localhost/weft:dev) as UPGRADE_IMAGE in every node's containerd: a new image
+ * reference for `deploy --image=`, so every control-plane pod template changes and every pod is replaced, the
+ * same way a release with a new tag would roll. The content is the same build (no second build is made here).
+ */
+async function tagUpgradeImage(): Promise<string> {
+  const sockets = await nodeSockets();
+  const digests: Record<string, string | undefined> = {};
+  for (const [node, socket] of Object.entries(sockets)) digests[node] = await imageDigest(socket, WEFT_IMAGE);
+  const builds = new Set(Object.values(digests));
+  if (builds.has(undefined) || builds.size !== 1) {
+    throw new Error(`every node needs the same ${WEFT_IMAGE}: ${JSON.stringify(digests)}`);
+  }
+  for (const socket of Object.values(sockets)) {
+    await ctr(socket, ["images", "tag", "--force", WEFT_IMAGE, UPGRADE_IMAGE]);
+  }
+  console.log(
+    `${UPGRADE_IMAGE}: tagged from ${WEFT_IMAGE} ${[...builds][0]} on ${Object.keys(sockets).join(", ")}`,
+  );
+  return [...builds][0]!;
+}
+
+/** Removes UPGRADE_IMAGE from the nodes unless a pod still names it (that pod would not restart). */
+async function untagUpgradeImage(): Promise<void> {
+  const users = ((await kjson(["get", "pods", "-A"])).items as Json[]).filter((p) =>
+    [...(p.spec.initContainers ?? []), ...p.spec.containers].some((c: Json) => c.image === UPGRADE_IMAGE)
+  ).map((p) => `${p.metadata.namespace}/${p.metadata.name}`);
+  if (users.length) {
+    console.log(`${UPGRADE_IMAGE} kept on the nodes: still used by ${users.join(", ")}`);
+    return;
+  }
+  for (const socket of Object.values(await nodeSockets())) await ctr(socket, ["images", "rm", UPGRADE_IMAGE]);
+}
+
+/** The weft images (name:tag) a pod or pod template runs, init containers included. */
+const weftImages = (spec: Json): string[] =>
+  [...new Set([...(spec.initContainers ?? []), ...spec.containers].map((c: Json) => c.image as string))]
+    .filter((i) => i.startsWith("localhost/weft:"));
+
+/**
+ * Waits until every control-plane pod, terminating ones included, runs only `image` as its weft image, with
+ * every Deployment's template naming it; returns when the last new pod became Ready (ms since epoch).
+ */
+async function controlPlaneOn(image: string): Promise<number> {
+  const deployments = (await kjson(["-n", CONTROL_PLANE_NS, "get", "deployments"])).items as Json[];
+  for (const d of deployments) {
+    assert.deepEqual(weftImages(d.spec.template.spec), [image], `template of ${d.metadata.name}`);
+  }
+  let last = "";
+  let readyAt = 0;
+  await waitFor(`every control-plane pod on ${image}`, async () => {
+    const all = await pods(CONTROL_PLANE_NS, "linkerd.io/control-plane-component");
+    const old = all.filter((p) => weftImages(p.spec).some((i) => i !== image));
+    last = old.map((p) => `${p.metadata.name} ${weftImages(p.spec).join(",")}`).join("; ");
+    if (old.length > 0 || !all.every(isReady)) return false;
+    readyAt = Math.max(
+      ...all.map((p) =>
+        Date.parse(p.status.conditions.find((c: Json) => c.type === "Ready").lastTransitionTime)
+      ),
+    );
+    return true;
+  }, { timeoutMs: 180_000, intervalMs: 1_000, describe: () => `still on another image: ${last}` });
+  return readyAt;
+}
+
+/** The version-skew check as `check` runs it, and the meshed pods it finds skewed. */
+async function versionSkew(): Promise<{ outcome: string; detail: string; skewed: string[] }> {
+  const kube = Kube.fromFile(KUBECONFIG);
+  const r = await checkVersionSkew({ kube, thresholdMs: 0, now: Date.now() });
+  const meshed = await kube.list<Json>("/api/v1/pods", {
+    labelSelector: `linkerd.io/control-plane-ns=${CONTROL_PLANE_NS}`,
+  });
+  return { outcome: r.outcome, detail: r.detail, skewed: skewedProxies(meshed).skewed.map((s) => s.pod) };
+}
+
+/** `deno task weft <args>`, echoed; returns its exit code and seconds. */
+async function weft(args: string[]): Promise<{ code: number; seconds: number }> {
+  console.log(`$ deno task weft ${args.map((a) => (/[ ()]/.test(a) ? `'${a}'` : a)).join(" ")}`);
+  const t0 = Date.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}cli/main.ts`, ...args],
+    env: { KUBECONFIG },
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(20 * 60_000),
+  }).spawn();
+  const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
+  return { code: status.code, seconds: (Date.now() - t0) / 1000 };
 }
 
 interface Fault {
@@ -563,14 +700,110 @@ Deno.test({
         console.log(`failover over the kills: server-side stream counts back ${fmt(server)}`);
         console.log(`failover over the kills: demo proxies' last watch reconnected ${fmt(perKill)}`);
         console.log(`failover, every demo proxy watch that was cut (${all.length}): ${fmt(all)}`);
+
+        // 3. The control plane upgraded onto a new image under the load: every pod replaced, no failed request.
+        console.log(`--- upgrade: deploy --ha --image=${UPGRADE_IMAGE} under the demo load`);
+        await tagUpgradeImage();
+        const upLoad0 = await loadCounts(loadPods);
+        const upT0 = Date.now();
+        const upDeploy = await deploy(true, [
+          "--no-image-load",
+          `--image=${UPGRADE_IMAGE}`,
+          "--image-pull-policy=Never",
+        ]);
+        const cpDeployments: string[] = (await kjson(["-n", CONTROL_PLANE_NS, "get", "deployments"])).items
+          .map((d: Json) => d.metadata.name);
+        for (const d of cpDeployments) await rolloutStatus(CONTROL_PLANE_NS, `deployment/${d}`, 300_000);
+        const upReady = await controlPlaneOn(UPGRADE_IMAGE);
+        await waitForReplicas(HA_REPLICAS);
+        const upRolled = (Date.now() - upT0) / 1000;
+        holders = await checkLeaders();
+        const upD = delta(upLoad0, await loadCounts(loadPods));
+        const upFailed = Object.values(upD).reduce((n, v) => n + v.failure, 0);
+        const upSkew = await versionSkew();
+        console.log(
+          `upgrade: deploy ${upDeploy.toFixed(1)} s; the last new control-plane pod Ready ${
+            ((upReady - upT0) / 1000).toFixed(1)
+          } s after the deploy began; all ${cpDeployments.length} Deployments (${
+            cpDeployments.join(", ")
+          }) rolled out and every pod on ${UPGRADE_IMAGE} ${upRolled.toFixed(1)} s after; requests: ${
+            fmtCounts(upD)
+          }`,
+        );
+        console.log(`upgrade: version skew ${upSkew.outcome}: ${upSkew.detail}`);
+        results.push({
+          upgrade: {
+            deployS: upDeploy,
+            lastPodReadyS: (upReady - upT0) / 1000,
+            rolledS: upRolled,
+            requests: upD,
+          },
+        });
+        if (upFailed > 0) {
+          failures.push(`upgrade: ${upFailed} failed: ${fmtCounts(upD)}`);
+          await saveEvidence(ns, "upgrade", upT0);
+        }
+        for (const [k, v] of Object.entries(upD)) {
+          assert.ok(v.success > 0, `upgrade: ${k} carried no request`);
+        }
+        // The demo's proxies are from before the upgrade: a warning naming them, not a failure; the control
+        // plane's own proxies are on the new image.
+        assert.equal(upSkew.outcome, "warn", `version skew after the upgrade: ${upSkew.detail}`);
+        const demoPods = (await pods(ns, "app.kubernetes.io/part-of=weft-demo")).filter(isReady)
+          .map((p: Json) => `${ns}/${p.metadata.name}`);
+        for (const p of demoPods) assert.ok(upSkew.skewed.includes(p), `${p} not reported as skewed`);
+        assert.deepEqual(upSkew.skewed.filter((p) => p.startsWith(`${CONTROL_PLANE_NS}/`)), []);
+
+        // 4. The data plane rolled in batches of 2 with `weft restart-proxies`: no failed request.
+        console.log(`--- data plane: weft restart-proxies, the demo's servers in batches of 2`);
+        const rsLoad0 = await loadCounts(loadPods);
+        const rs = await weft([
+          "restart-proxies",
+          "-n",
+          ns,
+          "-l",
+          `app in (${DEMO_SERVERS.join(",")})`,
+          "--batch=2",
+          "--timeout=5m",
+        ]);
+        assert.equal(rs.code, 0, "weft restart-proxies failed");
+        const rsD = delta(rsLoad0, await loadCounts(loadPods));
+        const rsFailed = Object.values(rsD).reduce((n, v) => n + v.failure, 0);
+        const rsSkew = await versionSkew();
+        console.log(
+          `restart-proxies: ${DEMO_SERVERS.length} workloads in 2 batches, ${
+            rs.seconds.toFixed(1)
+          } s; requests: ${fmtCounts(rsD)}; version skew ${rsSkew.outcome}: ${rsSkew.detail}`,
+        );
+        results.push({ restartProxies: { seconds: rs.seconds, requests: rsD } });
+        if (rsFailed > 0) {
+          failures.push(`restart-proxies: ${rsFailed} failed: ${fmtCounts(rsD)}`);
+          await saveEvidence(ns, "restart", Date.now() - rs.seconds * 1000);
+        }
+        for (const [k, v] of Object.entries(rsD)) {
+          assert.ok(v.success > 0, `restart: ${k} carried no request`);
+        }
+        // The restarted servers now run the control plane's proxy; the load clients, not restarted, still do not.
+        const after = (await pods(ns, "app.kubernetes.io/part-of=weft-demo")).filter(isReady);
+        for (const p of after) {
+          const name = `${ns}/${p.metadata.name}`;
+          const server = DEMO_SERVERS.includes(p.metadata.labels.app);
+          assert.equal(rsSkew.skewed.includes(name), !server, `${name} skewed after the restart`);
+          const proxy = [...(p.spec.initContainers ?? []), ...p.spec.containers].find((c: Json) =>
+            c.name === "linkerd-proxy"
+          );
+          if (server) assert.equal(proxy?.image, UPGRADE_IMAGE, `${name}: proxy image`);
+        }
+
         console.log(JSON.stringify(results));
-        assert.deepEqual(failures, [], "failed demo requests during the faults");
+        assert.deepEqual(failures, [], "failed demo requests during the faults, the upgrade or the restart");
       });
     } finally {
       // Back to the normal deployment whatever happened: a CI run uses the cluster next.
       const back = await deploy(false);
       await waitForReplicas(1);
       console.log(`deploy (no --ha): ${back.toFixed(0)} s; 1 ready replica each`);
+      await untagUpgradeImage();
     }
   },
 });
