@@ -124,6 +124,7 @@ async function tcpCall(i: number): Promise<string> {
 const call = mode === "http" ? httpCall : mode === "grpc" ? grpcCall : tcpCall;
 let sent = 0;
 let inFlight = 0;
+let failuresLogged = 0;
 
 function tick(): void {
   if (
@@ -148,6 +149,13 @@ function tick(): void {
     (e: Error) => {
       requests.inc({ call: mode, result: "failure" });
       lastError = e.message;
+      // Each failure with its time, so a test can line it up with what the proxies logged.
+      if (failuresLogged++ < 100) {
+        console.log(
+          `load ${pod}: request ${i} sent ${new Date(Date.now() - (performance.now() - t0)).toISOString()} ` +
+            `failed after ${Math.round(performance.now() - t0)} ms: ${e.message}`,
+        );
+      }
     },
   ).finally(() => inFlight--);
 }
