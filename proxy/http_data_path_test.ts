@@ -41,6 +41,9 @@ const EMPTY = "empty.default.svc.cluster.local:7005";
 const P1 = "one.default.svc.cluster.local:7001";
 const P2 = "two.default.svc.cluster.local:7002";
 const BOTH = "both.default.svc.cluster.local:7001";
+/** One live endpoint and one on an address no pod holds (a dead node). */
+const HALF_DEAD = "halfdead.default.svc.cluster.local:7001";
+const DEAD_IP = "10.231.0.200";
 
 const allowAll = (name: string) => allowEveryone(resource("AuthorizationPolicy", name));
 const onlyIdentity = (name: string, id: string) => onlyIdentityOf(id, resource("AuthorizationPolicy", name));
@@ -215,6 +218,14 @@ Deno.test({
         }),
       ])]),
     );
+    // 7015: balancing over a live endpoint and a dead one; a short decay would soon let P2C try the
+    // dead one again if nothing took it out of rotation.
+    cp.tables.endpoints.set(HALF_DEAD, [ep(7001), meshedHttpEndpoint(DEAD_IP, 7001, ID("b"))]);
+    cp.setOutbound(
+      B.ip,
+      7015,
+      detectPolicy("halfdead", B.ip, 7015, [httpRouteOf("halfdead", [httpRule(one(HALF_DEAD, 20))])]),
+    );
     // Direct control of one server port (toggling failures) through the fallback policy.
     cp.tables.endpoints.set(`${B.ip}:7002`, [ep(7002)]);
     await cp.start();
@@ -296,6 +307,19 @@ Deno.test({
       assert.deepEqual(r.ports, { 7001: 20 });
       cp.setEndpoints(WEB, [ep(7001), ep(7002)]);
     });
+
+    await m.step(
+      t,
+      "an endpoint that cannot be connected to leaves rotation after its first failed connect",
+      async () => {
+        // 40 requests 60 ms apart: without reachability, P2C with a 20 ms decay would forget the dead
+        // endpoint's failure between two requests and send it about half of them.
+        const { statuses } = await load({ url: `http://${B.ip}:7015/halfdead`, n: 40, gapMs: 60 });
+        const failed = Object.entries(statuses).filter(([c]) => c !== "200").reduce((n, [, v]) => n + v, 0);
+        assert.ok(failed <= 2, `requests caught by the dead endpoint: ${JSON.stringify(statuses)}`);
+        assert.ok((statuses["200"] ?? 0) >= 38, JSON.stringify(statuses));
+      },
+    );
 
     await m.step(t, "a service without endpoints answers 503", async () => {
       const before = metric(await metrics("a"), "outbound_http_errors_total", { error: "failfast" });

@@ -24,6 +24,8 @@ import { AccessLog, type LineWriter } from "./inbound/http/access_log.ts";
 import { OutboundHttp } from "./outbound/http/logical.ts";
 import { HttpMetrics } from "./metrics/http_metrics.ts";
 import { Outbound } from "./outbound/outbound.ts";
+import { EndpointReachability } from "./outbound/reachability.ts";
+import { connectTcp } from "./transport/connect.ts";
 import { TcpMetrics } from "./metrics/tcp_metrics.ts";
 import { ConnTracker } from "./transport/conn_tracker.ts";
 import { listenAll, type Listener } from "./transport/listen.ts";
@@ -126,7 +128,16 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     connectTimeoutMs: config.inboundConnectTimeoutMs,
     log,
   });
+  // Endpoints whose connects fail leave rotation (HTTP balancers and the TCP path) until a probe
+  // connects again, with Linkerd's outbound connect backoff (LINKERD2_PROXY_OUTBOUND_CONNECT_EXP_BACKOFF_*).
+  const reachability = new EndpointReachability({
+    backoff: config.controlBackoff,
+    probe: (ip, port) =>
+      connectTcp(ip, port, config.outboundConnectTimeoutMs).then((s) => (s.destroy(), true), () => false),
+    log: (m) => log("debug", m),
+  });
   const outboundHttp = new OutboundHttp({
+    reachability,
     taps,
     drain: drain.signal,
     discovery,
@@ -160,6 +171,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     podIps: config.inboundIps === undefined ? undefined : new Set(config.inboundIps.map(normalizeIp)),
   });
   const outbound = new Outbound({
+    reachability,
     listenPorts: new Set([
       config.inboundListen.port,
       ...config.outboundListen.map((a) => a.port),
@@ -240,6 +252,7 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
       for (const h of eager) h.release();
       inboundHttp.close();
       outboundHttp.close();
+      reachability.close();
       discovery.close();
       abort.abort();
       await admin.finished.catch(() => {});

@@ -20,6 +20,10 @@
  * sending to the least-recently-ejected one rather than answering nothing but 503s, while a
  * backend with healthy peers sheds the failing ones.
  *
+ * Reachability (`setReachable`, from outbound/reachability.ts): an endpoint whose connection cannot
+ * be made is out of rotation until it can, whatever its accrual state and with no `minReady` floor,
+ * as Linkerd's balancer only routes to endpoints whose connection is up.
+ *
  * Queue (policy `Backend.queue`): requests that find no ready endpoint wait, at most `capacity` of
  * them (beyond: 503 `queue_full` at once). When no waiting request has been served for
  * `failfastMs`, the balancer enters failfast: every waiter and every new request fails at once
@@ -55,7 +59,13 @@ export interface QueueConfig {
 /** Linkerd's outbound defaults (LINKERD2_PROXY_OUTBOUND_HTTP_QUEUE_CAPACITY / _FAILFAST_TIMEOUT). */
 export const DEFAULT_QUEUE: Readonly<QueueConfig> = { capacity: 10_000, failfastMs: 3_000 };
 
-export type BalancerEvent = "eject" | "eject_deferred" | "probation" | "restore";
+export type BalancerEvent =
+  | "eject"
+  | "eject_deferred"
+  | "probation"
+  | "restore"
+  | "unreachable"
+  | "reachable";
 
 export interface BalancerOptions {
   /** For error messages (e.g. the Destination.Get path). */
@@ -88,6 +98,8 @@ class Entry<T> {
   /** Position in the ready array, -1 when not ready. */
   readyIndex = -1;
   removed = false;
+  /** Its connection cannot be made (see `setReachable`): out of rotation whatever its state. */
+  down = false;
   cancelTimer: (() => void) | undefined;
   readonly ewma: PeakEwma;
 
@@ -192,7 +204,7 @@ class Core<T> {
   }
 
   addReady(e: Entry<T>): void {
-    if (e.readyIndex >= 0) return;
+    if (e.readyIndex >= 0 || e.down) return;
     e.readyIndex = this.ready.length;
     this.ready.push(e);
   }
@@ -439,6 +451,37 @@ export class Balancer<T> {
     this.#core = new Core(options);
   }
 
+  #initiallyDown: ((key: string) => boolean) | undefined;
+
+  /**
+   * Where a new endpoint's reachability comes from (an endpoint already known to be unreachable
+   * starts out of rotation).
+   */
+  set reachability(isDown: ((key: string) => boolean) | undefined) {
+    this.#initiallyDown = isDown;
+  }
+
+  /**
+   * Takes an endpoint out of rotation while its connection cannot be made, and puts it back (in the
+   * state failure accrual left it) when it can. Waiters are served as soon as one comes back.
+   */
+  setReachable(key: string, reachable: boolean): void {
+    const c = this.#core;
+    const e = c.entries.get(key);
+    if (!e || e.down === !reachable) return;
+    e.down = !reachable;
+    if (e.down) {
+      c.removeReady(e);
+      c.onEvent?.("unreachable", key);
+      return;
+    }
+    c.onEvent?.("reachable", key);
+    if (e.state === READY || e.state === PROBATION) {
+      c.addReady(e);
+      c.becameReady();
+    }
+  }
+
   /** Replaces the endpoint set; see the module comment for what is kept. */
   update(endpoints: ReadonlyMap<string, T>): void {
     const c = this.#core;
@@ -463,6 +506,7 @@ export class Balancer<T> {
         continue;
       }
       const fresh = new Entry(key, value, c.ewma, now);
+      fresh.down = this.#initiallyDown?.(key) ?? false;
       c.entries.set(key, fresh);
       c.addReady(fresh);
       c.stats.updatesAdd++;

@@ -394,3 +394,48 @@ Deno.test("balancer stats: queue requests and latency, failfast gate, endpoint u
   assert.equal(stats.gateOpens, 3);
   again.close();
 });
+
+Deno.test("an unreachable endpoint leaves rotation until it is reachable again; waiters get it back", async () => {
+  const b = new Balancer<string>({ rng: seededRng(7), queue: { capacity: 10, failfastMs: 60_000 } });
+  b.update(new Map([["a", "A"], ["b", "B"]]));
+  b.setReachable("a", false);
+  for (let i = 0; i < 50; i++) {
+    const l = b.pick()!;
+    assert.equal(l.key, "b");
+    l.done(true);
+  }
+  b.setReachable("b", false);
+  assert.equal(b.pick(), undefined, "no endpoint is reachable");
+  const waiting = b.acquire(undefined);
+  b.setReachable("a", true);
+  assert.equal((await waiting).key, "a");
+  // An endpoint already known to be down starts out of rotation.
+  b.reachability = (k) => k === "c";
+  b.update(new Map([["a", "A"], ["b", "B"], ["c", "C"]]));
+  for (let i = 0; i < 30; i++) {
+    const l = b.pick()!;
+    assert.equal(l.key, "a");
+    l.done(true);
+  }
+  b.close();
+});
+
+Deno.test("reachability and failure accrual compose: an ejected endpoint that comes back reachable stays ejected", () => {
+  const clock = new FakeClock();
+  const b = new Balancer<string>({
+    rng: seededRng(3),
+    clock,
+    accrual: { maxFailures: 1, backoff: { minMs: 1000, maxMs: 1000, jitter: 0 }, minReady: 1 },
+  });
+  b.update(new Map([["a", "A"], ["b", "B"]]));
+  // Eject "a" by one failure.
+  for (let i = 0; i < 20; i++) {
+    const l = b.pick()!;
+    l.done(l.key !== "a");
+    if (l.key === "a") break;
+  }
+  b.setReachable("a", false);
+  b.setReachable("a", true);
+  for (let i = 0; i < 20; i++) assert.equal(b.pick()!.key, "b", "an ejected endpoint came back early");
+  b.close();
+});

@@ -26,6 +26,7 @@ import { l4RouteLabels, type L4RouteMetrics } from "../metrics/l4_route_metrics.
 import { MAX_HELLO_BYTES, parseClientHello } from "../transport/client_hello.ts";
 import { peek } from "../transport/peek.ts";
 import { type Rng, systemRng } from "../core/rng.ts";
+import type { EndpointReachability } from "./reachability.ts";
 
 /** How long a new destination's first connection waits for its ServiceProfile. */
 const PROFILE_WAIT_MS = 1000;
@@ -47,6 +48,8 @@ export interface OutboundOptions {
   /** Per-route connection metrics of opaque and TLS routes (`outbound_{tcp,tls}_route_*`). */
   routeMetrics?: L4RouteMetrics;
   rng?: Rng;
+  /** Endpoints whose connects fail (shared with the HTTP balancers): skipped while others remain. */
+  reachability?: EndpointReachability;
 }
 
 export class Outbound {
@@ -72,7 +75,24 @@ export class Outbound {
     });
   };
 
+  #isDown = (key: string): boolean => this.#o.reachability?.isDown(key) ?? false;
+
+  /** Connects to the target; a meshed endpoint's failure or success goes to the reachability registry. */
   async #connect(t: Target): Promise<{ socket: net.Socket; labels: Record<string, string> }> {
+    const r = this.#o.reachability;
+    if (r === undefined || t.kind !== "meshed") return await this.#dial(t);
+    const key = addrKey(t.ip, t.targetPort);
+    try {
+      const out = await this.#dial(t);
+      r.succeeded(key);
+      return out;
+    } catch (e) {
+      r.failed(key, t.ip, t.connectPort);
+      throw e;
+    }
+  }
+
+  async #dial(t: Target): Promise<{ socket: net.Socket; labels: Record<string, string> }> {
     const o = this.#o;
     if (t.kind === "plain") {
       return {
@@ -198,13 +218,19 @@ export class Outbound {
     try {
       const t = b.target;
       if (t.kind === "balancer") {
-        resolved = await viaDestination(o.discovery, t.path, dst, o.discoveryTimeoutMs);
+        resolved = await viaDestination(o.discovery, t.path, dst, o.discoveryTimeoutMs, this.#isDown);
       } else if (t.kind === "forward" && t.endpoint.identity) resolved = endpointTarget(t.endpoint);
       else if (t.kind === "forward" && l4.parent.kind === "EgressNetwork") {
         // Egress leaves the cluster: nothing there is meshed, so connect to the address as is.
         resolved = { kind: "plain", ip: t.endpoint.ip, port: t.endpoint.port, reason: "egress" };
       } else {
-        resolved = await viaDestination(o.discovery, addrKey(dst.ip, dst.port), dst, o.discoveryTimeoutMs);
+        resolved = await viaDestination(
+          o.discovery,
+          addrKey(dst.ip, dst.port),
+          dst,
+          o.discoveryTimeoutMs,
+          this.#isDown,
+        );
       }
     } catch (e) {
       done("discovery");
@@ -274,7 +300,7 @@ export class Outbound {
       ({ resolved, done } = r);
     } else {
       try {
-        resolved = await resolveOutbound(o.discovery, dst, o.discoveryTimeoutMs);
+        resolved = await resolveOutbound(o.discovery, dst, o.discoveryTimeoutMs, this.#isDown);
       } catch (e) {
         this.#fail(sock, "discovery", target, (e as Error).message);
         return;

@@ -46,12 +46,19 @@ export function endpointTarget(e: Endpoint): Target {
 export function pickEndpoint(
   endpoints: Map<string, Endpoint>,
   prefer: SocketAddr,
+  isDown?: (key: string) => boolean,
+  random: () => number = Math.random,
 ): Endpoint | undefined {
   const exact = endpoints.get(addrKey(prefer.ip, prefer.port));
   if (exact) return exact;
   if (endpoints.size === 0) return undefined;
-  const all = [...endpoints.values()];
-  return all[Math.floor(Math.random() * all.length)];
+  // Endpoints whose connects fail are skipped while others remain (outbound/reachability.ts).
+  let all = [...endpoints.entries()];
+  if (isDown) {
+    const up = all.filter(([k]) => !isDown(k));
+    if (up.length > 0) all = up;
+  }
+  return all[Math.floor(random() * all.length)][1];
 }
 
 /** The target Destination.Get(`path`) gives for `dst` (plain when it knows no endpoint). */
@@ -60,6 +67,7 @@ export async function viaDestination(
   path: string,
   dst: SocketAddr,
   timeoutMs: number,
+  isDown?: (key: string) => boolean,
 ): Promise<Target> {
   const h = d.destination.subscribe(path);
   try {
@@ -70,7 +78,7 @@ export async function viaDestination(
       }
       throw new ResolveError(`no answer from Destination.Get(${path}) within ${timeoutMs}ms`);
     }
-    const ep = pickEndpoint(v.state.endpoints, dst);
+    const ep = pickEndpoint(v.state.endpoints, dst, isDown);
     if (!ep) {
       return { kind: "plain", ip: dst.ip, port: dst.port, reason: "not_provided_by_service_discovery" };
     }
@@ -85,7 +93,12 @@ export async function viaDestination(
  * without metadata, from Destination.Get. Cached state answers at once, including while the
  * control plane is away.
  */
-export async function resolveOutbound(d: Discovery, dst: SocketAddr, timeoutMs: number): Promise<Target> {
+export async function resolveOutbound(
+  d: Discovery,
+  dst: SocketAddr,
+  timeoutMs: number,
+  isDown?: (key: string) => boolean,
+): Promise<Target> {
   const h = d.outbound.subscribe({ ip: dst.ip, port: dst.port });
   try {
     const v = await h.ready(timeoutMs);
@@ -94,12 +107,12 @@ export async function resolveOutbound(d: Discovery, dst: SocketAddr, timeoutMs: 
       if (v.status !== "final") {
         throw new ResolveError(`no outbound policy for ${self} within ${timeoutMs}ms`);
       }
-      return await viaDestination(d, self, dst, timeoutMs);
+      return await viaDestination(d, self, dst, timeoutMs, isDown);
     }
     const b = v.state.l4;
-    if (b?.kind === "balancer") return await viaDestination(d, b.path, dst, timeoutMs);
+    if (b?.kind === "balancer") return await viaDestination(d, b.path, dst, timeoutMs, isDown);
     if (b?.kind === "forward" && b.endpoint.identity) return endpointTarget(b.endpoint);
-    return await viaDestination(d, self, dst, timeoutMs);
+    return await viaDestination(d, self, dst, timeoutMs, isDown);
   } finally {
     h.release();
   }

@@ -85,3 +85,22 @@ Deno.test("outbound resolve: an endpoint is read from the wire once, with the hi
   );
   assert.equal(endpointFromWire({ ...w, addr: undefined }), undefined);
 });
+
+Deno.test("the TCP path skips endpoints whose connects fail while others remain, and uses them when none does", () => {
+  const eps = new Map([
+    ["10.0.0.1:80", ep(meshedEndpoint("10.0.0.1", 80, B))],
+    ["10.0.0.2:80", ep(meshedEndpoint("10.0.0.2", 80, B))],
+    ["10.0.0.3:80", ep(meshedEndpoint("10.0.0.3", 80, B))],
+  ]);
+  const dst = { ip: "10.96.0.9", port: 80 };
+  const down = new Set(["10.0.0.1:80", "10.0.0.3:80"]);
+  let r = 0;
+  const random = () => (r = (r + 0.37) % 1);
+  for (let i = 0; i < 30; i++) {
+    assert.equal(pickEndpoint(eps, dst, (k) => down.has(k), random)?.ip, "10.0.0.2");
+  }
+  down.add("10.0.0.2:80");
+  const seen = new Set<string>();
+  for (let i = 0; i < 30; i++) seen.add(pickEndpoint(eps, dst, (k) => down.has(k), random)!.ip);
+  assert.equal(seen.size, 3, "with every endpoint down, any may be tried");
+});

@@ -11,7 +11,7 @@
  *   grpc-server <port>...     grpc-js: /weft.test.Echo/Unary echoes `<port>:<request>` with a
  *                             trailer `x-port`; /weft.test.Echo/Stream sends N replies (N = request);
  *                             /weft.test.Echo/Slow answers after N ms
- *   http-load <json>          {url, n, method?, body?, headers?}: n requests over one kept-alive
+ *   http-load <json>          {url, n, method?, body?, headers?, gapMs?}: n requests over one kept-alive
  *                             connection; prints {statuses, ports, first}
  *   upgrade <json>            {host, port, messages}: `GET /ws` with `Upgrade: echo`, then each
  *                             message and its echo; prints {status, headers, echoes, closed}
@@ -158,6 +158,8 @@ async function httpLoad(spec: {
   body?: string;
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /** Pause between requests. */
+  gapMs?: number;
 }): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const statuses: Record<string, number> = {};
@@ -165,6 +167,7 @@ async function httpLoad(spec: {
   const sockets = new Set<unknown>();
   let first: unknown;
   for (let i = 0; i < spec.n; i++) {
+    if (i > 0 && spec.gapMs) await new Promise((r) => setTimeout(r, spec.gapMs));
     const r = await new Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }>(
       (resolve) => {
         const req = http.request(spec.url, {

@@ -43,6 +43,8 @@ export interface Http2ConnectionOptions {
    * fails its streams (a peer that vanished without a FIN). Off when absent (gRPC channels set it).
    */
   keepAlive?: { intervalMs: number; timeoutMs: number };
+  /** Called when a keep-alive PING went unanswered (the connection is being closed). */
+  onKeepAliveTimeout?: () => void;
   log?: Log;
 }
 
@@ -184,7 +186,7 @@ export class Http2Connection {
       throw new Http2ClientError(`${o.name}: connection closed`, "closed", true);
     }
     this.#current = s;
-    if (o.keepAlive) keepAlive(s, o.keepAlive, o.name, o.log);
+    if (o.keepAlive) keepAlive(s, o.keepAlive, o.name, o.log, o.onKeepAliveTimeout);
     return s;
   }
 
@@ -317,6 +319,7 @@ function keepAlive(
   k: { intervalMs: number; timeoutMs: number },
   name: string,
   log?: Log,
+  onTimeout?: () => void,
 ): void {
   let deadline: ReturnType<typeof setTimeout> | undefined;
   const tick = setInterval(() => {
@@ -325,6 +328,7 @@ function keepAlive(
     deadline = setTimeout(() => {
       log?.("debug", `h2 client ${name}: no PING ACK within ${k.timeoutMs}ms, closing the connection`);
       s.destroy(`no PING ACK within ${k.timeoutMs}ms`);
+      onTimeout?.();
     }, k.timeoutMs);
     s.ping().then(() => {
       clearTimeout(deadline);

@@ -245,3 +245,42 @@ Deno.test("Http2Connection: many requests share one session; close() then refuse
     await be.close();
   }
 });
+
+Deno.test("Http2Connection: keepalive closes a connection whose peer went silent and reports it", async () => {
+  // The backend holds the stream open; a relay in between stops forwarding (a peer gone without a FIN).
+  const backend = await startBackend(() => {});
+  const socks = new Set<net.Socket>();
+  let silent = false;
+  const relay = net.createServer((a) => {
+    const b = net.connect({ host: "127.0.0.1", port: backend.port });
+    for (const s of [a, b]) {
+      socks.add(s);
+      s.on("error", () => {});
+    }
+    a.on("data", (d) => silent || b.write(d));
+    b.on("data", (d) => silent || a.write(d));
+  });
+  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
+  let timeouts = 0;
+  const conn = new Http2Connection({
+    connect: tcpConnect((relay.address() as net.AddressInfo).port),
+    name: "silent",
+    keepAlive: { intervalMs: 100, timeoutMs: 200 },
+    onKeepAliveTimeout: () => timeouts++,
+  });
+  try {
+    const pending = conn.request(get("/hang"), AbortSignal.timeout(5000));
+    pending.catch(() => {});
+    await new Promise((r) => setTimeout(r, 150));
+    silent = true;
+    const t0 = performance.now();
+    await assert.rejects(pending);
+    assert.ok(performance.now() - t0 < 2000, "the stream hung past the keepalive timeout");
+    assert.equal(timeouts, 1);
+  } finally {
+    await conn.close(0).catch(() => {});
+    relay.close();
+    for (const s of socks) s.destroy();
+    await backend.close();
+  }
+});

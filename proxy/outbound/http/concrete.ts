@@ -64,6 +64,8 @@ export class BackendState {
   readonly #clock: Clock;
   #synced: unknown = null;
   #clients = new Map<string, EndpointClient>();
+  /** Unsubscribes from each endpoint's reachability (outbound/reachability.ts). */
+  #unwatch = new Map<string, () => void>();
   #waited = false;
 
   constructor(
@@ -90,6 +92,8 @@ export class BackendState {
       rng: deps.rng,
       stats: cfg.stats,
     });
+    const r = deps.reachability;
+    if (r) this.balancer.reachability = (key) => r.isDown(key);
     // A forward without mesh metadata asks Destination about that address (as the L4 path does).
     const path = source.kind === "path"
       ? source.path
@@ -153,6 +157,23 @@ export class BackendState {
     for (const [k, c] of this.#clients) if (next.get(k) !== c) retire(c);
     this.#clients = next;
     this.balancer.update(next);
+    const r = this.#deps.reachability;
+    if (r) {
+      for (const [k, un] of this.#unwatch) {
+        if (!next.has(k)) {
+          un();
+          this.#unwatch.delete(k);
+        }
+      }
+      for (const k of next.keys()) {
+        if (!this.#unwatch.has(k)) {
+          this.#unwatch.set(
+            k,
+            r.watch(k, (up) => this.balancer.setReachable(k, up)),
+          );
+        }
+      }
+    }
   }
 
   /** Sends one attempt; `series` is the route backend's metric series (policy routes). */
@@ -212,6 +233,8 @@ export class BackendState {
     this.#handle?.release();
     this.#profile?.release();
     this.balancer.close();
+    for (const un of this.#unwatch.values()) un();
+    this.#unwatch.clear();
     for (const c of this.#clients.values()) retire(c);
     this.#clients.clear();
   }

@@ -24,6 +24,7 @@ import type { TcpMetrics } from "../../metrics/tcp_metrics.ts";
 import { sortedPrefixed } from "../../metrics/http_labels.ts";
 import type { Target } from "../resolve.ts";
 import { connectTcp } from "../../transport/connect.ts";
+import type { EndpointReachability } from "../reachability.ts";
 import type { MeshTls } from "../../transport/tls.ts";
 import { Http1Pool } from "../../http/h1/mod.ts";
 import { Http2Connection } from "../../http/h2/client.ts";
@@ -40,7 +41,17 @@ export interface EndpointClientDeps {
   taps?: Taps;
   /** The proxy's TCP metrics: each connection to an endpoint is counted (bytes read at scrape). */
   tcp?: TcpMetrics;
+  /** Where failed connects (and HTTP/2 connections that stop answering PINGs) are reported. */
+  reachability?: EndpointReachability;
 }
+
+/**
+ * PINGs on an endpoint's HTTP/2 connection while it carries streams: a peer that vanished without a
+ * FIN (a dead node) is noticed within interval + timeout, its endpoint leaves rotation, and its
+ * streams fail instead of hanging until discovery drops it. The timeout leaves room for a loaded
+ * peer's event loop; a false positive only costs a reconnect.
+ */
+const ENDPOINT_KEEPALIVE = { intervalMs: 2_000, timeoutMs: 3_000 };
 
 const HTTP1: SessionProtocol = { kind: { $case: "http1", value: {} } };
 const HTTP2: SessionProtocol = { kind: { $case: "http2", value: {} } };
@@ -105,7 +116,28 @@ export class EndpointClient {
     return socket;
   }
 
+  /** Where a reachability probe connects: the port the endpoint's connections go to. */
+  get connectPort(): number {
+    const t = this.target;
+    return t.kind === "meshed" ? t.connectPort : t.port;
+  }
+
   async #connect(protocol: SessionProtocol, signal: AbortSignal): Promise<net.Socket> {
+    const r = this.#deps.reachability;
+    if (r === undefined) return await this.#dial(protocol, signal);
+    let s: net.Socket;
+    try {
+      s = await this.#dial(protocol, signal);
+    } catch (e) {
+      // A connect given up by its caller says nothing about the endpoint.
+      if (!signal.aborted) r.failed(this.addr, this.target.ip, this.connectPort);
+      throw e;
+    }
+    r.succeeded(this.addr);
+    return s;
+  }
+
+  async #dial(protocol: SessionProtocol, signal: AbortSignal): Promise<net.Socket> {
     const t = this.target;
     const d = this.#deps;
     signal.throwIfAborted();
@@ -164,6 +196,8 @@ export class EndpointClient {
       connect: this.#connectH2,
       name: this.addr,
       connectTimeoutMs: this.#deps.connectTimeoutMs + 1000,
+      keepAlive: ENDPOINT_KEEPALIVE,
+      onKeepAliveTimeout: () => this.#deps.reachability?.failed(this.addr, this.target.ip, this.connectPort),
       log: this.#deps.log,
     });
   }
