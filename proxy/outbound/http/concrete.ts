@@ -22,7 +22,10 @@ import {
 import { preciseClock } from "../../core/clock.ts";
 import type { PeakEwmaConfig } from "../../balance/peak_ewma.ts";
 import type { Rng } from "../../core/rng.ts";
-import { EndpointClient, type EndpointClientDeps } from "./endpoint.ts";
+import { EndpointClient, type EndpointClientDeps, neverSent } from "./endpoint.ts";
+
+/** Endpoints one request may try when connects fail (each failed one leaves rotation). */
+const MAX_CONNECT_ATTEMPTS = 3;
 import { BodyTap } from "../../http/body_tap.ts";
 import type { Body, HeaderList, HttpRequest, HttpResponse } from "../../http/message.ts";
 
@@ -209,13 +212,26 @@ export class BackendState {
       series?.recordError(e, (clock.now() - t0) / 1000);
       throw e;
     }
-    try {
-      res = await lease.endpoint.request(req, signal, classifier);
-    } catch (e) {
-      const now = clock.now();
-      lease.done(false, now);
-      series?.recordError(e, (now - t0) / 1000);
-      throw e;
+    for (let attempt = 1;; attempt++) {
+      try {
+        res = await lease.endpoint.request(req, signal, classifier);
+        break;
+      } catch (e) {
+        const now = clock.now();
+        lease.done(false, now);
+        // A connect that failed sent nothing: another endpoint gets the request, as Linkerd's balancer
+        // only hands requests to connected endpoints. Reachability has already taken this one out.
+        const next =
+          attempt < MAX_CONNECT_ATTEMPTS && this.#deps.reachability && !signal.aborted && neverSent(e)
+            ? b.pick(now)
+            : undefined;
+        if (next !== undefined) {
+          lease = next;
+          continue;
+        }
+        series?.recordError(e, (now - t0) / 1000);
+        throw e;
+      }
     }
     const now = clock.now();
     lease.responded(now);

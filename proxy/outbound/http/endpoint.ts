@@ -28,6 +28,7 @@ import type { EndpointReachability } from "../reachability.ts";
 import type { MeshTls } from "../../transport/tls.ts";
 import { Http1Pool } from "../../http/h1/mod.ts";
 import { Http2Connection } from "../../http/h2/client.ts";
+import { Http2ClientError } from "../../http/h2/errors.ts";
 import { type HttpRequest, type HttpResponse, isGrpc } from "../../http/message.ts";
 import { clearResponseMark, markUpgraded } from "../../http/orig_proto.ts";
 import type { TapContext, Taps } from "../../tap/taps.ts";
@@ -52,6 +53,18 @@ export interface EndpointClientDeps {
  * peer's event loop; a false positive only costs a reconnect.
  */
 const ENDPOINT_KEEPALIVE = { intervalMs: 2_000, timeoutMs: 3_000 };
+
+/** Errors of connects that failed before any byte of a request was written (see `neverSent`). */
+const connectFailures = new WeakSet<object>();
+
+/**
+ * True when a request failed because its connection could not be made, so nothing of it reached
+ * the endpoint and sending it to another endpoint is safe whatever its method or body.
+ */
+export function neverSent(e: unknown): boolean {
+  if (e instanceof Http2ClientError) return e.reason === "connect_failed";
+  return typeof e === "object" && e !== null && connectFailures.has(e);
+}
 
 const HTTP1: SessionProtocol = { kind: { $case: "http1", value: {} } };
 const HTTP2: SessionProtocol = { kind: { $case: "http2", value: {} } };
@@ -130,7 +143,10 @@ export class EndpointClient {
       s = await this.#dial(protocol, signal);
     } catch (e) {
       // A connect given up by its caller says nothing about the endpoint.
-      if (!signal.aborted) r.failed(this.addr, this.target.ip, this.connectPort);
+      if (!signal.aborted) {
+        r.failed(this.addr, this.target.ip, this.connectPort);
+        if (typeof e === "object" && e !== null) connectFailures.add(e);
+      }
       throw e;
     }
     r.succeeded(this.addr);
