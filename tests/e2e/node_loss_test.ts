@@ -10,6 +10,7 @@ import { inNamespace, type Json, kjson, requireMesh } from "./lib/kube.ts";
 import { delta, fmtCounts, type LoadCounts, loadCounts, startDemoLoad } from "./lib/demo_load.ts";
 import { placeOn, twoNodesUnavailable, withTwoNodes } from "./lib/nodes.ts";
 import { sleep } from "./lib/wait.ts";
+import { proxyMetrics } from "./lib/mesh.ts";
 import { binaryDirs } from "../cluster/cluster.ts";
 import { ensureWorker, killWorker } from "../cluster/worker.ts";
 import { ADMIN_KUBECONFIG, IMAGE_CACHE } from "../cluster/config.ts";
@@ -107,6 +108,20 @@ Deno.test({
         console.log(`node loss: until its endpoints left discovery: ${fmtCounts(during)}`);
         console.log(`node loss: after: ${fmtCounts(after)}`);
         console.log(JSON.stringify({ nodeLoss: { notReadyAt, goneAt, lastFailureAt, during, after } }));
+        // What the clients' proxies (and web's, which calls api) failed themselves, by error.
+        const callers = ((await kjson(["-n", ns, "get", "pods"])).items as Json[])
+          .filter((p) =>
+            p.spec.nodeName === main && p.status?.podIP &&
+            ["web-load", "grpc-load", "tcp-load", "web"].includes(p.metadata.labels.app)
+          );
+        for (const p of callers) {
+          const errors = (await proxyMetrics(p.status.podIP).catch(() => []))
+            .filter((m) => m.name === "outbound_http_errors_total" && m.value > 0)
+            .map((m) => `${m.labels.error} ${m.value}`);
+          console.log(
+            `node loss: ${p.metadata.name} proxy outbound_http_errors_total: ${errors.join(", ") || "none"}`,
+          );
+        }
 
         assert.ok(goneAt !== undefined, "the dead node's endpoints never left discovery");
         for (const [mode, c] of Object.entries(during)) {
