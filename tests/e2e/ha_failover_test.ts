@@ -196,7 +196,9 @@ async function crash(pod: Json, containers: string[], keepPod = false): Promise<
     return String(s.containerID).replace(/^containerd:\/\//, "");
   });
   const t0 = Date.now();
-  const r = await exec(await crictlPath(), ["-r", `unix://${CONTAINERD_SOCKET}`, "stop", "-t", "0", ...ids], {
+  // The runtime of the node the pod runs on (worker nodes have their own containerd).
+  const socket = nodeSocket(pod.spec.nodeName, CONTAINERD_SOCKET);
+  const r = await exec(await crictlPath(), ["-r", `unix://${socket}`, "stop", "-t", "0", ...ids], {
     signal: AbortSignal.timeout(30_000),
   });
   if (r.code !== 0) throw new Error(`crictl stop ${ids.join(" ")}: ${r.stderr.trim()}`);
@@ -571,6 +573,18 @@ const FAULTS: Fault[] = [
   },
 ];
 
+/** The nodes each HA component's running pods are on. */
+async function replicaNodes(): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const c of COMPONENTS) {
+    const pods = (await kjson(["-n", CONTROL_PLANE_NS, "get", "pods", "-l", selectorOf(c)]))
+      .items as Json[];
+    out[c] = pods.filter((p) => p.status?.phase === "Running" && !p.metadata.deletionTimestamp)
+      .map((p) => p.spec.nodeName as string).sort();
+  }
+  return out;
+}
+
 function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
@@ -591,6 +605,23 @@ Deno.test({
       console.log(
         `deploy --ha: ${haDeploy.toFixed(0)} s; ${HA_REPLICAS} ready replicas of ${COMPONENTS.join(", ")}`,
       );
+      // With 3 or more schedulable nodes the anti-affinity is required: each component's replicas on distinct nodes.
+      const nodes = ((await kjson(["get", "nodes"])).items as Json[])
+        .filter((n) =>
+          !n.spec.unschedulable &&
+          n.status.conditions.some((c: Json) => c.type === "Ready" && c.status === "True")
+        );
+      const placement = await replicaNodes();
+      console.log(
+        `replicas on ${nodes.length} node(s): ${
+          Object.entries(placement).map(([c, ns]) => `${c} ${ns.join(" ")}`).join("; ")
+        }`,
+      );
+      if (nodes.length >= HA_REPLICAS) {
+        for (const [c, ns] of Object.entries(placement)) {
+          assert.equal(new Set(ns).size, ns.length, `${c}: replicas share a node (${ns.join(", ")})`);
+        }
+      }
       let holders = await checkLeaders();
       await sleep(30_000); // past the start-up work, so "idle" is idle
       const idle = await controlPlaneUsage();
