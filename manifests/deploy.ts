@@ -49,6 +49,7 @@ import {
 } from "./render.ts";
 import { chooseTarget, kindAvailable, loadImage, type TargetFlags } from "./target.ts";
 import { applyHa, haPlan, schedulableNodes } from "./ha.ts";
+import { releaseHaPlacement } from "./ha_release.ts";
 import type { HaValues } from "./ha_values.ts";
 import { PROMETHEUS_IMAGE } from "../images/build.ts";
 import { renderStore } from "./metrics/render_store.ts";
@@ -506,6 +507,11 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
   const isDeployment = (m: Manifest) => m.kind === "Deployment";
   const objCounts = await applier.apply(rendered.filter((m) => !isWebhook(m) && !isDeployment(m)));
   progress.done("control plane objects", counts(objCounts));
+  // Out of HA with one replica per node required: shrink first so the new pods find free nodes.
+  const released = await releaseHaPlacement(kube, NAMESPACE, rendered, deadline, (m) => progress.status(m));
+  if (released.length) {
+    progress.done("leaving HA", `${released.join(", ")} scaled down before the new template`);
+  }
   const identity = rendered.filter((m) => isDeployment(m) && m.metadata.name === IDENTITY_DEPLOYMENT);
   const idDeployCounts = await applier.apply(identity);
   await waitReady(kube, [IDENTITY_DEPLOYMENT], deadline, progress);
