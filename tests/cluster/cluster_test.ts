@@ -3,7 +3,7 @@
 // and routes only; no test sends traffic anywhere but to pods and services of this cluster.
 
 import assert from "node:assert/strict";
-import { inNamespace, kc, kjson, KUBECONFIG, kubectl, WEFT_IMAGE } from "./helpers.ts";
+import { inNamespace, kc, kjson, KUBECONFIG, kubectl, runPodOnce, WEFT_IMAGE } from "./helpers.ts";
 import {
   API_DEVICE,
   API_URL,
@@ -58,36 +58,6 @@ spec:
 `;
 }
 
-/** A pod of the project image that runs a Deno snippet once; returns its log after it succeeded. */
-async function runOnce(ns: string, name: string, code: string): Promise<string> {
-  const pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name },
-    spec: {
-      restartPolicy: "Never",
-      containers: [{
-        name: "run",
-        image: WEFT_IMAGE,
-        imagePullPolicy: "Never",
-        command: ["deno", "eval", code],
-      }],
-    },
-  };
-  await kc(["-n", ns, "apply", "-f", "-"], JSON.stringify(pod));
-  const w = await kubectl([
-    "-n",
-    ns,
-    "wait",
-    `pod/${name}`,
-    "--for=jsonpath={.status.phase}=Succeeded",
-    "--timeout=120s",
-  ]);
-  const logs = await kubectl(["-n", ns, "logs", name]);
-  assert.equal(w.code, 0, `pod ${name} did not succeed: ${w.stderr}\n${logs.stdout}${logs.stderr}`);
-  return logs.stdout;
-}
-
 Deno.test("every node is Ready and CoreDNS runs", opts, async () => {
   const nodes = await kjson(["get", "nodes"]);
   assert.ok(nodes.items.length >= 1, "no node");
@@ -112,7 +82,7 @@ Deno.test(
       await kc(["-n", ns, "rollout", "status", "deployment/demo", "--timeout=180s"]);
       const ip = (await kc(["-n", ns, "get", "service", "demo", "-o", "jsonpath={.spec.clusterIP}"])).trim();
       const urls = [`http://${ip}/`, `http://demo.${ns}.svc.cluster.local/`];
-      const out = await runOnce(
+      const out = await runPodOnce(
         ns,
         "client",
         // kube-proxy programs a new Service's rules asynchronously after the rollout, so each URL

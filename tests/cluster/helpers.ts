@@ -45,3 +45,38 @@ export async function inNamespace(prefix: string, fn: (ns: string) => Promise<vo
 
 /** Pod spec fragment for a container of the project image (never pulled). */
 export const WEFT_IMAGE = "localhost/weft:dev";
+
+/** A pod of the project image that runs a Deno snippet once (on `node` when given); its log once it succeeded. */
+export async function runPodOnce(ns: string, name: string, code: string, node?: string): Promise<string> {
+  const pod = {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name },
+    spec: {
+      ...(node ? { nodeName: node } : {}),
+      restartPolicy: "Never",
+      containers: [{
+        name: "run",
+        image: WEFT_IMAGE,
+        imagePullPolicy: "Never",
+        command: ["deno", "eval", code],
+      }],
+    },
+  };
+  await kc(["-n", ns, "apply", "-f", "-"], JSON.stringify(pod));
+  const w = await kubectl([
+    "-n",
+    ns,
+    "wait",
+    `pod/${name}`,
+    "--for=jsonpath={.status.phase}=Succeeded",
+    "--timeout=120s",
+  ]);
+  const logs = await kubectl(["-n", ns, "logs", name]);
+  if (w.code !== 0) {
+    throw new Error(
+      `pod ${name}${node ? ` on ${node}` : ""} did not succeed: ${w.stderr}\n${logs.stdout}${logs.stderr}`,
+    );
+  }
+  return logs.stdout;
+}

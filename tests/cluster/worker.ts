@@ -8,6 +8,7 @@
 
 import { join } from "node:path";
 import {
+  IMAGE_CACHE,
   LOG_DIR,
   MAX_WORKERS,
   RUN_DIR,
@@ -21,7 +22,7 @@ import { exec, exists, must, waitFor } from "./exec.ts";
 import { ensureNodePki } from "./pki.ts";
 import { killCgroup, killPid, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
 import { unmountBelow } from "./host.ts";
-import { type BuiltImage, importImages } from "../../images/build.ts";
+import { buildImages, type BuiltImage, importImages } from "../../images/build.ts";
 
 export interface WorkerLayout extends NodeLayout {
   index: number;
@@ -178,6 +179,7 @@ export async function ensureWorker(
   }
   // Before the first pod: the sandbox image must be there, or the CRI would try to pull it.
   await importImages(ctx.images, w.containerdSocket, log);
+  await ensureNodeObject(w, ctx);
   for (const spec of [kubelet, kubeProxy]) {
     if (await runningPid(spec.name, spec.binary)) continue;
     log(`start: ${spec.name}`);
@@ -199,6 +201,28 @@ export async function ensureWorker(
     1000,
   );
   if (!ready) throw new Error(`node ${w.name} did not become Ready\n${await logTail(kubelet.name)}`);
+}
+
+/**
+ * The Node object with the pod range the node's CNI uses, created before its kubelet registers: the
+ * controller-manager's allocator would otherwise hand it the next free range, and policies built from the
+ * nodes' podCIDRs (deploy's pod networks) would not cover the pods actually on the node. A Node left from an
+ * earlier run with another range is replaced.
+ */
+async function ensureNodeObject(w: WorkerLayout, ctx: { kubectl: string; kubeconfig: string }) {
+  const k = (args: string[], stdin?: string) =>
+    exec(ctx.kubectl, ["--kubeconfig", ctx.kubeconfig, ...args], stdin === undefined ? {} : { stdin });
+  const cur = await k(["get", "node", w.name, "-o", "jsonpath={.spec.podCIDR}"]);
+  if (cur.code === 0 && cur.stdout.trim() === w.podCidr) return;
+  if (cur.code === 0) await k(["delete", "node", w.name, "--wait=true", "--timeout=60s"]);
+  const node = {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: w.name, labels: { "kubernetes.io/hostname": w.name } },
+    spec: { podCIDR: w.podCidr, podCIDRs: [w.podCidr] },
+  };
+  const r = await k(["create", "-f", "-"], JSON.stringify(node));
+  if (r.code !== 0) throw new Error(`creating Node ${w.name} (podCIDR ${w.podCidr}): ${r.stderr.trim()}`);
 }
 
 /**
@@ -272,4 +296,36 @@ export async function workerProcessStats(
     cpuTicks += Number(f[11] ?? 0) + Number(f[12] ?? 0);
   }
   return { rssKb, cpuTicks };
+}
+
+/**
+ * Runs `fn` with a worker node: the first existing one, or worker 1 added for it (images from the cache,
+ * built when missing) and removed afterwards, whatever the outcome. For tests that need a second node.
+ */
+export async function withWorker(
+  fn: (w: WorkerLayout, ctx: { created: boolean; joinedMs?: number }) => Promise<void>,
+  ctx: { bins: Binaries; kubectl: string; kubeconfig: string; log: (s: string) => void },
+): Promise<void> {
+  const existing = await listWorkers();
+  if (existing.length > 0) return await fn(workerLayout(existing[0]), { created: false });
+  const images = await buildImages({
+    cacheDir: IMAGE_CACHE,
+    corednsBinary: join(ctx.bins.coredns, "coredns"),
+    log: ctx.log,
+  });
+  const t0 = Date.now();
+  try {
+    await ensureWorker(1, { ...ctx, images });
+    await fn(workerLayout(1), { created: true, joinedMs: Date.now() - t0 });
+  } finally {
+    await removeWorker(1, ctx.bins, ctx.log);
+    await exec(ctx.kubectl, [
+      "--kubeconfig",
+      ctx.kubeconfig,
+      "delete",
+      "node",
+      workerLayout(1).name,
+      "--wait=false",
+    ]);
+  }
 }

@@ -4,14 +4,13 @@
 
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { inNamespace, kc, kjson, KUBECONFIG, kubectl, WEFT_IMAGE } from "./helpers.ts";
-import { ADMIN_KUBECONFIG, API_URL, IMAGE_CACHE, ISOLATION_CHAIN, NODE_NAME } from "./config.ts";
+import { inNamespace, kc, kjson, KUBECONFIG, kubectl, runPodOnce, WEFT_IMAGE } from "./helpers.ts";
+import { ADMIN_KUBECONFIG, API_URL, ISOLATION_CHAIN, NODE_NAME } from "./config.ts";
 import { binaryDirs } from "./cluster.ts";
 import { exec } from "./exec.ts";
 import { nodeSpecs } from "./components.ts";
 import { runningPid } from "./processes.ts";
-import { ensureWorker, listWorkers, removeWorker, workerLayout, workerProcessStats } from "./worker.ts";
-import { buildImages } from "../../images/build.ts";
+import { withWorker, type WorkerLayout, workerProcessStats } from "./worker.ts";
 
 const local = KUBECONFIG !== "" && Deno.uid?.() === 0 &&
   (await kubectl(["config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"])).stdout
@@ -39,41 +38,6 @@ function server(name: string, node: string) {
   };
 }
 
-/** Runs a Deno snippet once in a pod on `node`; returns its log after it succeeded. */
-async function runOn(ns: string, name: string, node: string, code: string): Promise<string> {
-  const pod = {
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name },
-    spec: {
-      nodeName: node,
-      restartPolicy: "Never",
-      containers: [{
-        name: "run",
-        image: WEFT_IMAGE,
-        imagePullPolicy: "Never",
-        command: ["deno", "eval", code],
-      }],
-    },
-  };
-  await kc(["-n", ns, "apply", "-f", "-"], JSON.stringify(pod));
-  const w = await kubectl([
-    "-n",
-    ns,
-    "wait",
-    `pod/${name}`,
-    "--for=jsonpath={.status.phase}=Succeeded",
-    "--timeout=120s",
-  ]);
-  const logs = await kubectl(["-n", ns, "logs", name]);
-  assert.equal(
-    w.code,
-    0,
-    `pod ${name} on ${node} did not succeed: ${w.stderr}\n${logs.stdout}${logs.stderr}`,
-  );
-  return logs.stdout;
-}
-
 /** Fetches each URL (retried for a bounded time: a new Service's rules are programmed asynchronously). */
 const fetchAll = (urls: string[]) =>
   `for (const u of ${JSON.stringify(urls)}) {
@@ -90,27 +54,16 @@ Deno.test(
   opts,
   async (t) => {
     const bins = await binaryDirs();
-    const created = (await listWorkers()).length === 0;
-    if (created) {
-      const images = await buildImages({
-        cacheDir: IMAGE_CACHE,
-        corednsBinary: join(bins.coredns, "coredns"),
-        log,
-      });
-      const t0 = Date.now();
-      await ensureWorker(1, {
-        bins,
-        images,
-        kubectl: join(bins.k8s, "kubectl"),
-        kubeconfig: ADMIN_KUBECONFIG,
-        log,
-      });
-      console.log(`worker weft-worker-1 joined Ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    }
-    const w = workerLayout((await listWorkers())[0]);
-    try {
+    let removed: WorkerLayout | undefined;
+    await withWorker(async (w, { created, joinedMs }) => {
+      if (joinedMs !== undefined) {
+        console.log(`worker ${w.name} joined Ready in ${(joinedMs / 1000).toFixed(1)} s`);
+      }
+      if (created) removed = w;
       await t.step("the worker is Ready with its own pod range, address and kubelet identity", async () => {
         const node = await kjson(["get", "node", w.name]);
+        // The range its CNI hands out is the one the cluster knows (deploy builds pod networks from it).
+        assert.equal(node.spec.podCIDR, w.podCidr);
         assert.equal(
           node.status.conditions.find((c: { type: string }) => c.type === "Ready")?.status,
           "True",
@@ -186,8 +139,8 @@ Deno.test(
           // From the first node to the worker, and back, each way by pod IP, ClusterIP Service and DNS name.
           const toWorker = [`http://${workerIp}:8080/`, `http://on-worker.${ns}.svc.cluster.local/`];
           const toMain = [`http://${mainIp}:8080/`, `http://on-main.${ns}.svc.cluster.local/`];
-          const fromMain = await runOn(ns, "from-main", NODE_NAME, fetchAll(toWorker));
-          const fromWorker = await runOn(ns, "from-worker", w.name, fetchAll(toMain));
+          const fromMain = await runPodOnce(ns, "from-main", fetchAll(toWorker), NODE_NAME);
+          const fromWorker = await runPodOnce(ns, "from-worker", fetchAll(toMain), w.name);
           for (const u of toWorker) {
             assert.match(fromMain, new RegExp(`${u.replaceAll(".", "\\.")} 200 hello from on-worker`));
           }
@@ -210,13 +163,9 @@ Deno.test(
         );
         assert.ok(b.rssKb > 0, "no process of the worker was measured");
       });
-    } finally {
-      if (created) {
-        await removeWorker(w.index, bins, log);
-        await kubectl(["delete", "node", w.name, "--wait=false"]);
-      }
-    }
-    if (created) {
+    }, { bins, kubectl: join(bins.k8s, "kubectl"), kubeconfig: ADMIN_KUBECONFIG, log });
+    const w = removed;
+    if (w) {
       await t.step("removing the worker leaves no namespace, link, route or process", async () => {
         assert.ok(!(await exec("ip", ["netns", "list"])).stdout.includes(w.netns!));
         assert.notEqual((await exec("ip", ["link", "show", w.link])).code, 0, `${w.link} is still there`);

@@ -366,11 +366,17 @@ interface Usage {
 
 /** The control plane's working set and CPU per component (sum over replicas), mean of `samples` 10 s apart. */
 async function controlPlaneUsage(samples = 3): Promise<Usage> {
-  const node = (await kjson(["get", "nodes"])).items[0].metadata.name;
+  // Every node's kubelet: with several nodes the replicas are spread over them.
+  const nodes = ((await kjson(["get", "nodes"])).items as Json[]).map((n) => n.metadata.name as string);
   const mem: Record<string, number> = {}, cpu: Record<string, number> = {};
   for (let i = 0; i < samples; i++) {
     if (i > 0) await sleep(10_000);
-    const s = JSON.parse(await kc(["get", "--raw", `/api/v1/nodes/${node}/proxy/stats/summary`]));
+    const summaries = await Promise.all(
+      nodes.map(async (node) =>
+        JSON.parse(await kc(["get", "--raw", `/api/v1/nodes/${node}/proxy/stats/summary`]))
+      ),
+    );
+    const s = { pods: summaries.flatMap((x) => x.pods ?? []) };
     const byName = new Map(
       ((await pods(CONTROL_PLANE_NS, "linkerd.io/control-plane-component")) as Json[]).map((p) => [
         p.metadata.name,
@@ -723,7 +729,11 @@ Deno.test({
           for (const [k, v] of Object.entries(d)) assert.ok(v.success > 0, `${k} carried no request`);
         }
         const fmt = (xs: number[]) =>
-          xs.length ? `p50 ${quantile(xs, 0.5).toFixed(2)} s, max ${Math.max(...xs).toFixed(2)} s` : "none";
+          xs.length
+            ? `p50 ${quantile(xs, 0.5).toFixed(2)} s, p99 ${quantile(xs, 0.99).toFixed(2)} s, max ${
+              Math.max(...xs).toFixed(2)
+            } s`
+            : "none";
         const server = results.filter((r) => r.failover !== undefined).map((r) => r.failover as number);
         const perKill = results.filter((r) => r.proxyReconnectMaxS !== undefined)
           .map((r) => r.proxyReconnectMaxS as number);

@@ -3,11 +3,10 @@
  * and removed afterwards (`cluster:up --nodes=2` keeps one for good); another cluster needs two Ready nodes.
  */
 import { join } from "node:path";
-import { ADMIN_KUBECONFIG, API_URL, IMAGE_CACHE, NODE_NAME } from "../../cluster/config.ts";
+import { ADMIN_KUBECONFIG, API_URL, NODE_NAME } from "../../cluster/config.ts";
 import { binaryDirs } from "../../cluster/cluster.ts";
-import { ensureWorker, listWorkers, removeWorker, workerLayout } from "../../cluster/worker.ts";
-import { buildImages } from "../../../images/build.ts";
-import { type Json, kc, kjson, kubectl } from "./kube.ts";
+import { withWorker } from "../../cluster/worker.ts";
+import { type Json, kjson, kubectl } from "./kube.ts";
 
 export interface TwoNodes {
   /** A node that stays up (the control plane's, on the local cluster). */
@@ -37,33 +36,12 @@ export async function withTwoNodes(fn: (nodes: TwoNodes) => Promise<void>): Prom
     return await fn({ main: names[0], other: names[1] });
   }
   const bins = await binaryDirs();
-  let workers = await listWorkers();
-  const created = workers.length === 0;
-  if (created) {
-    const log = (s: string) => console.log(`  ${s}`);
-    const images = await buildImages({
-      cacheDir: IMAGE_CACHE,
-      corednsBinary: join(bins.coredns, "coredns"),
-      log,
-    });
-    await ensureWorker(1, {
-      bins,
-      images,
-      kubectl: join(bins.k8s, "kubectl"),
-      kubeconfig: ADMIN_KUBECONFIG,
-      log,
-    });
-    workers = [1];
-  }
-  const w = workerLayout(workers[0]);
-  try {
-    await fn({ main: NODE_NAME, other: w.name, workerIndex: w.index });
-  } finally {
-    if (created) {
-      await removeWorker(w.index, bins, (s) => console.log(`  ${s}`));
-      await kc(["delete", "node", w.name, "--wait=false"]);
-    }
-  }
+  await withWorker((w) => fn({ main: NODE_NAME, other: w.name, workerIndex: w.index }), {
+    bins,
+    kubectl: join(bins.k8s, "kubectl"),
+    kubeconfig: ADMIN_KUBECONFIG,
+    log: (s) => console.log(`  ${s}`),
+  });
 }
 
 /** Runs the named Deployments' pods on the given nodes (by hostname label). */
