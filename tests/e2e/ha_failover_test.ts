@@ -84,19 +84,24 @@ const LEASES: { lease: string; component: Component; port: number }[] = [
 /** `deno task deploy [--ha] [extra…]`, echoed; fails the test on a non-zero exit. */
 async function deploy(ha: boolean, extra: string[] = []): Promise<number> {
   const flags = [...(ha ? ["--ha"] : []), ...extra];
-  const args = ["run", "-A", `${ROOT}manifests/main.ts`, "deploy", ...flags];
   console.log(`$ deno task deploy ${flags.join(" ")}`);
+  const { code, seconds } = await runEchoed(`${ROOT}manifests/main.ts`, ["deploy", ...flags]);
+  assert.equal(code, 0, `deploy ${flags.join(" ")} failed`);
+  return seconds;
+}
+
+/** Runs a project entry point with the test's KUBECONFIG, its output echoed; exit code and seconds. */
+async function runEchoed(main: string, args: string[]): Promise<{ code: number; seconds: number }> {
   const t0 = Date.now();
   const child = new Deno.Command(Deno.execPath(), {
-    args,
+    args: ["run", "-A", main, ...args],
     env: { KUBECONFIG },
     stdout: "piped",
     stderr: "piped",
     signal: AbortSignal.timeout(20 * 60_000),
   }).spawn();
   const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
-  assert.equal(status.code, 0, `deploy ${flags.join(" ")} failed`);
-  return (Date.now() - t0) / 1000;
+  return { code: status.code, seconds: (Date.now() - t0) / 1000 };
 }
 
 /** A child's output on the test's, indented. */
@@ -507,18 +512,9 @@ async function versionSkew(): Promise<{ outcome: string; detail: string; skewed:
 }
 
 /** `deno task weft <args>`, echoed; returns its exit code and seconds. */
-async function weft(args: string[]): Promise<{ code: number; seconds: number }> {
+function weft(args: string[]): Promise<{ code: number; seconds: number }> {
   console.log(`$ deno task weft ${args.map((a) => (/[ ()]/.test(a) ? `'${a}'` : a)).join(" ")}`);
-  const t0 = Date.now();
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}cli/main.ts`, ...args],
-    env: { KUBECONFIG },
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(20 * 60_000),
-  }).spawn();
-  const [status] = await Promise.all([child.status, pump(child.stdout), pump(child.stderr)]);
-  return { code: status.code, seconds: (Date.now() - t0) / 1000 };
+  return runEchoed(`${ROOT}cli/main.ts`, args);
 }
 
 interface Fault {
