@@ -23,12 +23,8 @@ export function controlTarget(svc: ControlService): string {
   return `${h}:${svc.addr.port}`;
 }
 
-/**
- * Bound on one connect (TCP, and the TLS handshake) to a controller. A replica that just died
- * answers no SYN, so this is what a proxy pays before the channel tries the next address; 5 s keeps
- * failover short while leaving a loaded controller's handshake room (in-cluster it takes ms).
- */
-const CONNECT_TIMEOUT_MS = 5_000;
+/** Bound on one connect (TCP, and the TLS handshake) to a controller. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 export interface ControlChannelDeps {
   /** Replaces DNS (tests: several controller replicas on one loopback). */

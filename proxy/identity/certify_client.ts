@@ -17,8 +17,7 @@ import {
 } from "../../proto/gen_messages/identity.ts";
 
 const CERTIFY = methodOf(IdentityDefinition, "certify");
-/** As the discovery channels' (control_client.ts): what a dead identity replica costs before the next. */
-const CONNECT_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** 127.0.0.0/8, ::1, or exactly `localhost.` (with the dot), as the proxy's `is_loopback`. */
 export function isLoopbackAddr(addr: string): boolean {
