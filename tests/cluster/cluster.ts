@@ -39,7 +39,17 @@ import { formatStuck, stuckTerminating } from "../../manifests/stuck_terminating
 import { NETNS_DIR, netnsDirProblem, prepareNetnsDir, readNetnsDirState } from "./netns_dir.ts";
 import { ensurePki } from "./pki.ts";
 import { type Binaries, nodeSpecs, processSpecs, writeConfigs } from "./components.ts";
-import { killCgroup, killPid, logFile, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
+import {
+  killCgroup,
+  killPid,
+  logFile,
+  logTail,
+  pidsMatching,
+  removePodSandboxes,
+  runningPid,
+  start,
+  stop,
+} from "./processes.ts";
 import { ensureWorker, listWorkers, removeWorker, workerLayout } from "./worker.ts";
 import { ADDONS_YAML } from "./addons.ts";
 import { buildImages, importImages } from "../../images/build.ts";
@@ -317,22 +327,8 @@ export async function down(log: Log) {
   for (const i of await listWorkers()) await removeWorker(i, bins, log);
   // kubelet first, so it does not restart the pods being removed.
   if (await stop("kubelet")) log("stop: kubelet");
-  const crictl = join(bins.crictl, "crictl");
-  if ((await runningPid("containerd")) && (await exists(crictl))) {
-    const endpoint = [
-      "-r",
-      `unix://${CONTAINERD_SOCKET}`,
-      "-i",
-      `unix://${CONTAINERD_SOCKET}`,
-      "--timeout",
-      "60s",
-    ];
-    const pods = (await exec(crictl, [...endpoint, "pods", "-q"])).stdout.trim().split("\n").filter(Boolean);
-    if (pods.length) {
-      log(`pods: removing ${pods.length} pod sandbox(es)`);
-      await exec(crictl, [...endpoint, "stopp", ...pods]);
-      await exec(crictl, [...endpoint, "rmp", "-f", ...pods]);
-    }
+  if (await runningPid("containerd")) {
+    await removePodSandboxes(join(bins.crictl, "crictl"), CONTAINERD_SOCKET, "pods", log);
   }
   for (const spec of [...specs].reverse()) {
     if (spec.name === "kubelet") continue;

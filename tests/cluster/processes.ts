@@ -4,7 +4,7 @@
 
 import { join } from "node:path";
 import { LOG_DIR, RUN_DIR } from "./config.ts";
-import { exists, must, sleep } from "./exec.ts";
+import { exec, exists, must, sleep } from "./exec.ts";
 
 export interface ProcessSpec {
   name: string;
@@ -144,4 +144,23 @@ export async function killCgroup(name: string) {
   }
   dirs.sort((a, b) => b.length - a.length);
   for (const d of dirs) await Deno.remove(d).catch(() => {});
+}
+
+/**
+ * Stops and removes every pod sandbox of the containerd at `socket` through the CRI, so CNI tears down their
+ * network; a no-op when crictl is not built. `who` names the node in the log line.
+ */
+export async function removePodSandboxes(
+  crictl: string,
+  socket: string,
+  who: string,
+  log: (s: string) => void,
+) {
+  if (!(await exists(crictl))) return;
+  const endpoint = ["-r", `unix://${socket}`, "-i", `unix://${socket}`, "--timeout", "60s"];
+  const pods = (await exec(crictl, [...endpoint, "pods", "-q"])).stdout.trim().split("\n").filter(Boolean);
+  if (pods.length === 0) return;
+  log(`${who}: removing ${pods.length} pod sandbox(es)`);
+  await exec(crictl, [...endpoint, "stopp", ...pods]);
+  await exec(crictl, [...endpoint, "rmp", "-f", ...pods]);
 }

@@ -20,7 +20,16 @@ import {
 import { type Binaries, type NodeLayout, nodeSpecs, writeNodeConfigs } from "./components.ts";
 import { exec, exists, must, waitFor } from "./exec.ts";
 import { ensureNodePki } from "./pki.ts";
-import { killCgroup, killPid, logTail, pidsMatching, runningPid, start, stop } from "./processes.ts";
+import {
+  killCgroup,
+  killPid,
+  logTail,
+  pidsMatching,
+  removePodSandboxes,
+  runningPid,
+  start,
+  stop,
+} from "./processes.ts";
 import { unmountBelow } from "./host.ts";
 import { buildImages, type BuiltImage, importImages } from "../../images/build.ts";
 
@@ -142,8 +151,9 @@ async function ensureCgroupRoot(w: WorkerLayout) {
   }
 }
 
-async function kubectlJson(kubectl: string, kubeconfig: string, args: string[]) {
-  return await exec(kubectl, ["--kubeconfig", kubeconfig, ...args]);
+/** kubectl with the admin kubeconfig the caller passes (worker code has no KUBECONFIG of its own). */
+function kubectl(ctx: { kubectl: string; kubeconfig: string }, args: string[], stdin?: string) {
+  return exec(ctx.kubectl, ["--kubeconfig", ctx.kubeconfig, ...args], stdin === undefined ? {} : { stdin });
 }
 
 /**
@@ -188,7 +198,7 @@ export async function ensureWorker(
   log(`wait: node ${w.name} Ready`);
   const ready = await waitFor(
     async () => {
-      const r = await kubectlJson(ctx.kubectl, ctx.kubeconfig, [
+      const r = await kubectl(ctx, [
         "get",
         "node",
         w.name,
@@ -210,18 +220,16 @@ export async function ensureWorker(
  * earlier run with another range is replaced.
  */
 async function ensureNodeObject(w: WorkerLayout, ctx: { kubectl: string; kubeconfig: string }) {
-  const k = (args: string[], stdin?: string) =>
-    exec(ctx.kubectl, ["--kubeconfig", ctx.kubeconfig, ...args], stdin === undefined ? {} : { stdin });
-  const cur = await k(["get", "node", w.name, "-o", "jsonpath={.spec.podCIDR}"]);
+  const cur = await kubectl(ctx, ["get", "node", w.name, "-o", "jsonpath={.spec.podCIDR}"]);
   if (cur.code === 0 && cur.stdout.trim() === w.podCidr) return;
-  if (cur.code === 0) await k(["delete", "node", w.name, "--wait=true", "--timeout=60s"]);
+  if (cur.code === 0) await kubectl(ctx, ["delete", "node", w.name, "--wait=true", "--timeout=60s"]);
   const node = {
     apiVersion: "v1",
     kind: "Node",
     metadata: { name: w.name, labels: { "kubernetes.io/hostname": w.name } },
     spec: { podCIDR: w.podCidr, podCIDRs: [w.podCidr] },
   };
-  const r = await k(["create", "-f", "-"], JSON.stringify(node));
+  const r = await kubectl(ctx, ["create", "-f", "-"], JSON.stringify(node));
   if (r.code !== 0) throw new Error(`creating Node ${w.name} (podCIDR ${w.podCidr}): ${r.stderr.trim()}`);
 }
 
@@ -247,22 +255,8 @@ export async function removeWorker(i: number, bins: Binaries, log: (s: string) =
   const w = workerLayout(i);
   const [containerd, kubelet, kubeProxy] = nodeSpecs(w, bins);
   if (await stop(kubelet.name)) log(`stop: ${kubelet.name}`);
-  const crictl = join(bins.crictl, "crictl");
-  if ((await runningPid(containerd.name)) && (await exists(crictl))) {
-    const endpoint = [
-      "-r",
-      `unix://${w.containerdSocket}`,
-      "-i",
-      `unix://${w.containerdSocket}`,
-      "--timeout",
-      "60s",
-    ];
-    const pods = (await exec(crictl, [...endpoint, "pods", "-q"])).stdout.trim().split("\n").filter(Boolean);
-    if (pods.length) {
-      log(`${w.name}: removing ${pods.length} pod sandbox(es)`);
-      await exec(crictl, [...endpoint, "stopp", ...pods]);
-      await exec(crictl, [...endpoint, "rmp", "-f", ...pods]);
-    }
+  if (await runningPid(containerd.name)) {
+    await removePodSandboxes(join(bins.crictl, "crictl"), w.containerdSocket, w.name, log);
   }
   for (const spec of [kubeProxy, containerd]) if (await stop(spec.name)) log(`stop: ${spec.name}`);
   for (const pid of await pidsMatching(`-address ${w.containerdSocket}`)) await killPid(pid, 2000);
