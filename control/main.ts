@@ -11,7 +11,10 @@ const COMPONENTS = [
   "scrape_targets",
   "tap",
   "dashboard",
+  "service_mirror",
 ] as const;
+/** Components whose code lives in a directory of another name. */
+const DIRS: Readonly<Record<string, string>> = { service_mirror: "multicluster" };
 
 const component = Deno.args[0];
 if (!component || !(COMPONENTS as readonly string[]).includes(component)) {
@@ -20,5 +23,5 @@ if (!component || !(COMPONENTS as readonly string[]).includes(component)) {
   );
   Deno.exit(2);
 }
-const mod = await import(`./${component}/main.ts`);
+const mod = await import(`./${DIRS[component] ?? component}/main.ts`);
 await mod.main(Deno.args.slice(1));

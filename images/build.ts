@@ -47,6 +47,7 @@ const ENTRY_POINTS = [
   "control/dashboard/main.ts",
   "control/injector/await.ts",
   "control/scrape_targets/main.ts",
+  "control/multicluster/main.ts",
   "proxy/main.ts",
   "init/main.ts",
 ];
