@@ -416,6 +416,12 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
     ].sort(),
   );
   assert.equal(named("Role", "weft-identity").metadata.namespace, NAMESPACE);
+  // destination's remote-cluster store (issue 23): the credentials Secrets of its own namespace.
+  assert.deepEqual(role("Role", "weft-destination-remote-clusters"), listWatch("/secrets").sort());
+  assert.equal(named("Role", "weft-destination-remote-clusters").metadata.namespace, NAMESPACE);
+  assert.deepEqual(named("RoleBinding", "weft-destination-remote-clusters").subjects, [
+    { kind: "ServiceAccount", name: "weft-destination", namespace: NAMESPACE },
+  ]);
   // Leader election (issue 19): each component may create Leases and get/update only its own.
   for (
     const [component, lease, sa] of [
@@ -456,14 +462,20 @@ Deno.test("RBAC: each role grants exactly what its component's code uses", () =>
   );
 });
 
-Deno.test("RBAC: no wildcards, no access to Secrets but identity's own, no workload writes", () => {
+Deno.test("RBAC: no wildcards, no access to Secrets but identity's own and destination's namespace reads, no workload writes", () => {
   const roles = [...of("ClusterRole"), ...of("Role")];
-  assert.equal(roles.length, 12);
+  assert.equal(roles.length, 13);
   for (const r of roles) {
     for (const g of grants(r.rules)) {
       assert.ok(!g.includes("*"), `${r.metadata.name}: ${g}`);
       if (g.startsWith("/secrets")) {
-        assert.ok(g.endsWith("@linkerd-identity-issuer"), `${r.metadata.name}: ${g}`);
+        assert.ok(
+          g.endsWith("@linkerd-identity-issuer") ||
+            // destination reads the multicluster credentials Secrets of its own namespace (issue 23).
+            (r.kind === "Role" && r.metadata.name === "weft-destination-remote-clusters" &&
+              /^\/secrets (list|watch)$/.test(g)),
+          `${r.metadata.name}: ${g}`,
+        );
       }
       const verb = g.split(" ")[1].split("@")[0];
       if (["create", "update", "patch", "delete", "deletecollection"].includes(verb)) {

@@ -374,12 +374,16 @@ export class EndpointIndex {
   /**
    * Subscribes to a service's endpoints and sends the first message (the full set, or
    * NoEndpoints{exists:true}) at once. Throws RequestError for unknown and ExternalName services.
-   * Returns the function that unsubscribes.
+   * Returns the function that unsubscribes. With `allowMissing` (a member of a multicluster union,
+   * whose Service may not exist yet) nothing is thrown and a missing Service starts as
+   * NoEndpoints{exists:false}, followed by its endpoints once it appears.
    */
-  subscribe(req: EndpointRequest, sub: Subscriber): () => void {
+  subscribe(req: EndpointRequest, sub: Subscriber, opts: { allowMissing?: boolean } = {}): () => void {
     const svc = this.#state.services.get(req.namespace, req.service);
-    if (!svc) throw new RequestError("not_found", `Service ${req.namespace}/${req.service} not found`);
-    if (svc.spec?.type === "ExternalName") {
+    if (!svc && !opts.allowMissing) {
+      throw new RequestError("not_found", `Service ${req.namespace}/${req.service} not found`);
+    }
+    if (svc?.spec?.type === "ExternalName" && !opts.allowMissing) {
       throw new RequestError(
         "invalid_argument",
         `Service ${req.namespace}/${req.service} is of type ExternalName (${svc.spec.externalName}): not discoverable`,

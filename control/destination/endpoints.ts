@@ -18,6 +18,7 @@ import {
   externalWorkloadAddr,
   selectedExternalWorkloadEndpoints,
 } from "./external_workload_endpoints.ts";
+import { gatewayAddr, type GatewayTarget, gatewayTarget } from "./gateway_endpoints.ts";
 import {
   isOpaqueByAnnotation,
   isOpaqueByServer,
@@ -129,19 +130,20 @@ export function computeEndpoints(
   if (reuse.previous?.generation === reuse.generation) {
     for (const e of reuse.previous.endpoints) if (e.basisPod) prior.set(e.key, e);
   }
-  const ready: [SliceEndpoint, string, number][] = [];
-  const serving: [SliceEndpoint, string, number][] = [];
+  const ready: [SliceEndpoint, string, number, GatewayTarget?][] = [];
+  const serving: [SliceEndpoint, string, number, GatewayTarget?][] = [];
   for (const slice of slices) {
     const family = slice.addressType;
     if (family !== "IPv4" && !(family === "IPv6" && config.enableIPv6)) continue;
     const target = sliceTargetPort(service, slice, port);
     if (target === undefined) continue;
+    const gateway = gatewayTarget(service, slice);
     for (const ep of slice.endpoints ?? []) {
       if (hostname !== undefined && ep.hostname !== undefined && ep.hostname !== hostname) continue;
       const ip = ep.addresses?.[0];
       if (!ip) continue;
-      if (isReady(ep)) ready.push([ep, ip, target]);
-      else if (isServing(ep)) serving.push([ep, ip, target]);
+      if (isReady(ep)) ready.push([ep, ip, target, gateway]);
+      else if (isServing(ep)) serving.push([ep, ip, target, gateway]);
     }
   }
   if (lookups.externalWorkloads) {
@@ -155,7 +157,7 @@ export function computeEndpoints(
   const out: Endpoint[] = [];
   const seen = new Set<string>();
   const podKeys = new Set<string>();
-  for (const [ep, ip, target] of chosen) {
+  for (const [ep, ip, target, gateway] of chosen) {
     const key = ip.includes(":") ? `[${ip}]:${target}` : `${ip}:${target}`;
     if (seen.has(key)) continue; // the same address in two slices while they are migrated
     seen.add(key);
@@ -174,6 +176,18 @@ export function computeEndpoints(
         forZones: ep.hints?.forZones?.length ? ep.hints.forZones.map((z) => z.name) : undefined,
         base: WeightedAddr.encode(externalWorkloadAddr(ew, ip, target, zone, lookups.servers(ns), config))
           .finish(),
+      });
+      continue;
+    }
+    if (gateway && ref?.kind !== "Pod") {
+      out.push({
+        key,
+        ip,
+        port: target,
+        nodeName: ep.nodeName,
+        zone: ep.zone,
+        forZones: ep.hints?.forZones?.length ? ep.hints.forZones.map((z) => z.name) : undefined,
+        base: WeightedAddr.encode(gatewayAddr(ip, target, port, gateway)).finish(),
       });
       continue;
     }

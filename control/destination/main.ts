@@ -15,8 +15,10 @@ import { parsePortRanges } from "../../proto/port_list.ts";
 import { serveAdmin } from "../admin/admin_server.ts";
 import { flag, type FlagSpec, parseFlags } from "../flags/flags.ts";
 import { splitHostPort } from "../flags/host_port.ts";
-import { KubeApiSource, loadKubeConfig } from "../k8s/mod.ts";
+import { KubeApiSource, kubeConfigFromText, loadKubeConfig, Resources } from "../k8s/mod.ts";
 import { ClusterState } from "./cluster_state.ts";
+import { ClusterStore } from "./cluster_store.ts";
+import { Multicluster } from "./multicluster_names.ts";
 import { defaultConfig } from "./config.ts";
 import { serveDestination } from "./server.ts";
 
@@ -104,10 +106,26 @@ export async function main(args: string[]): Promise<void> {
   const ctrl = new AbortController();
   for (const sig of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(sig, () => ctrl.abort());
   const informers = state.start(ctrl.signal);
+  // Linked clusters (issue 23): their credentials Secrets in this namespace. They are not part of
+  // readiness: an unreachable remote cluster must not take local discovery down.
+  const clusters = new ClusterStore({
+    secrets: new KubeApiSource(kc, {
+      ...Resources.secrets,
+      namespace: c.controlPlaneNamespace,
+      fieldSelector: `type=${Multicluster.credentialsSecretType}`,
+    }),
+    connect: (text, what) => {
+      const remote = kubeConfigFromText(text, what);
+      return (ref) => new KubeApiSource(remote, ref);
+    },
+    config,
+  });
+  const remoteInformers = clusters.start(ctrl.signal);
   const { server, port: bound } = await serveDestination({
     state,
     config,
     registry,
+    clusters,
     hostname: host,
     port,
     signal: ctrl.signal,
@@ -130,5 +148,5 @@ export async function main(args: string[]): Promise<void> {
     ctrl.signal.addEventListener("abort", () => resolve(), { once: true })
   );
   server.forceShutdown();
-  await Promise.all([informers, admin.finished]);
+  await Promise.all([informers, remoteInformers, admin.finished]);
 }

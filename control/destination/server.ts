@@ -17,7 +17,9 @@ import { RequestError, toServiceError } from "../grpc/request_error.ts";
 import { checkStreamLimits, StreamSink } from "../grpc/stream_sink.ts";
 import type { ClusterState } from "./cluster_state.ts";
 import type { DestinationConfig } from "./config.ts";
+import type { ClusterStore } from "./cluster_store.ts";
 import { EndpointIndex } from "./endpoint_index.ts";
+import { MulticlusterEndpoints } from "./multicluster_endpoints.ts";
 import { parseContextToken, parseTarget, serviceFqn } from "./path.ts";
 import { ProfileIndex } from "./profile_index.ts";
 
@@ -96,6 +98,8 @@ export interface DestinationServiceDeps {
   config: DestinationConfig;
   registry: Registry;
   log?: (m: string) => void;
+  /** Remote clusters for flat-mode mirrors and federated Services (none: such Gets are NotFound). */
+  clusters?: ClusterStore;
   /** Stops the endpoint index's flush and fan-out timers (at shutdown). */
   signal?: AbortSignal;
 }
@@ -103,6 +107,7 @@ export interface DestinationServiceDeps {
 export class Destination {
   readonly endpoints: EndpointIndex;
   readonly profiles: ProfileIndex;
+  readonly multicluster: MulticlusterEndpoints;
   readonly metrics: DestinationMetrics;
   readonly #deps: DestinationServiceDeps;
 
@@ -113,6 +118,7 @@ export class Destination {
       signal: deps.signal,
     });
     this.profiles = new ProfileIndex(deps.state, deps.config, deps.log);
+    this.multicluster = new MulticlusterEndpoints(deps.state, this.endpoints, deps.clusters, deps.log);
     this.metrics = new DestinationMetrics(deps.registry);
   }
 
@@ -188,17 +194,16 @@ export class Destination {
       const t = target;
       const ctx = parseContextToken(call.request.contextToken);
       void this.#whenSynced(call, () =>
-        this.#serve("get", call, (sink) =>
-          this.endpoints.subscribe(
-            {
-              service: t.service,
-              namespace: t.namespace,
-              port: t.port,
-              hostname: t.hostname,
-              nodeName: ctx.nodeName,
-            },
-            sink,
-          ), () => ({ service: `${serviceFqn(t.service, t.namespace, cfg.clusterDomain)}:${t.port}` })));
+        this.#serve("get", call, (sink) => {
+          const req = {
+            service: t.service,
+            namespace: t.namespace,
+            port: t.port,
+            hostname: t.hostname,
+            nodeName: ctx.nodeName,
+          };
+          return this.multicluster.subscribe(req, sink) ?? this.endpoints.subscribe(req, sink);
+        }, () => ({ service: `${serviceFqn(t.service, t.namespace, cfg.clusterDomain)}:${t.port}` })));
     },
     getProfile: (call: grpc.ServerWritableStream<GetDestination, unknown>) => {
       let target;

@@ -5,8 +5,16 @@
 import * as grpc from "@grpc/grpc-js";
 import { Registry } from "prom-client";
 import { DestinationClient, type DestinationProfile, type Update } from "../../proto/gen/destination.ts";
-import { type EventSource, FakeEventSource, type KubeObject, type ResourceRef } from "../k8s/mod.ts";
+import {
+  type EventSource,
+  FakeEventSource,
+  kubeConfigFromText,
+  type KubeObject,
+  type ResourceRef,
+} from "../k8s/mod.ts";
 import { ClusterState } from "./cluster_state.ts";
+import { ClusterStore, type Secret } from "./cluster_store.ts";
+import { Multicluster } from "./multicluster_names.ts";
 import { defaultConfig, type DestinationConfig } from "./config.ts";
 import { type Destination, serveDestination } from "./server.ts";
 
@@ -71,6 +79,11 @@ export function dialDestination(address: string): {
 
 export class Fixture {
   readonly fakes = new Map<string, FakeEventSource<KubeObject>>();
+  /** Fake sources of remote clusters, by the API server URL of their kubeconfig, then plural. */
+  readonly remoteFakes = new Map<string, Map<string, FakeEventSource<KubeObject>>>();
+  /** What the remote-cluster store logged. */
+  readonly logs: string[] = [];
+  clusters!: ClusterStore;
   readonly registry = new Registry();
   readonly ctrl = new AbortController();
   state!: ClusterState;
@@ -87,6 +100,15 @@ export class Fixture {
     return f;
   }
 
+  /** A remote cluster's fake source; the cluster is the `server` of a credentials Secret's kubeconfig. */
+  remote(server: string, plural: string): FakeEventSource<KubeObject> {
+    let m = this.remoteFakes.get(server);
+    if (!m) this.remoteFakes.set(server, m = new Map());
+    let f = m.get(plural);
+    if (!f) m.set(plural, f = new FakeEventSource(`${server} ${plural}`));
+    return f;
+  }
+
   async start(overrides: Partial<DestinationConfig> = {}): Promise<this> {
     this.config = defaultConfig({
       controlPlaneNamespace: "linkerd",
@@ -98,8 +120,23 @@ export class Fixture {
       registry: this.registry,
       log: () => {},
     });
-    this.#informers = this.state.start(this.ctrl.signal);
+    this.clusters = new ClusterStore({
+      secrets: this.fake("secrets") as unknown as EventSource<Secret>,
+      // The real kubeconfig parsing; the "cluster" behind it is the fakes of its server URL.
+      connect: (text, what) => {
+        const server = kubeConfigFromText(text, what).getCurrentCluster()!.server;
+        return <T extends KubeObject>(ref: ResourceRef) =>
+          this.remote(server, ref.plural) as unknown as EventSource<T>;
+      },
+      config: this.config,
+      log: (m) => this.logs.push(m),
+    });
+    this.#informers = Promise.all([
+      this.state.start(this.ctrl.signal),
+      this.clusters.start(this.ctrl.signal),
+    ]);
     await this.state.synced;
+    await this.clusters.secrets.synced;
     const s = await serveDestination({
       state: this.state,
       config: this.config,
@@ -107,6 +144,7 @@ export class Fixture {
       hostname: "127.0.0.1",
       port: 0,
       log: () => {},
+      clusters: this.clusters,
       signal: this.ctrl.signal,
     });
     this.server = s.server;
@@ -141,6 +179,39 @@ export class Fixture {
 }
 
 // Object builders.
+
+/** A minimal kubeconfig naming `server` (no credentials: enough to parse). */
+export function kubeconfigText(server: string): string {
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    `clusters: [{ name: c, cluster: { server: "${server}" } }]`,
+    "users: [{ name: u, user: {} }]",
+    "contexts: [{ name: x, context: { cluster: c, user: u } }]",
+    "current-context: x",
+  ].join("\n");
+}
+
+/** A multicluster credentials Secret of destination's namespace (`linkerd` in the fixture). */
+export function credentialsSecret(
+  cluster: string,
+  kubeconfig: string,
+  opts: { name?: string; trustDomain?: string; clusterDomain?: string; namespace?: string } = {},
+): KubeObject {
+  return {
+    metadata: {
+      name: opts.name ?? `cluster-credentials-${cluster}`,
+      namespace: opts.namespace ?? "linkerd",
+      labels: { [Multicluster.clusterNameLabel]: cluster },
+      annotations: {
+        [Multicluster.trustDomainAnnotation]: opts.trustDomain ?? "cluster.local",
+        [Multicluster.clusterDomainAnnotation]: opts.clusterDomain ?? "cluster.local",
+      },
+    },
+    type: Multicluster.credentialsSecretType,
+    data: { [Multicluster.kubeconfigKey]: btoa(kubeconfig) },
+  } as KubeObject;
+}
 export function service(
   ns: string,
   name: string,

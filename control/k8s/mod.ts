@@ -51,7 +51,7 @@ export {
 export { FakeEventSource } from "./fake_source.ts";
 export { type Indexer, Informer, type InformerOptions } from "./informer.ts";
 export { KubeApiSource, resourcePath, type ResourceRef } from "./api_source.ts";
-export { loadKubeConfig } from "./kubeconfig.ts";
+export { kubeConfigFromText, loadKubeConfig } from "./kubeconfig.ts";
 export {
   type LeaderElectionOptions,
   LeaderElector,
