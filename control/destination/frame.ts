@@ -84,3 +84,19 @@ export function encodeRemove(addrs: TcpAddress[]): Uint8Array {
 export function encodeNoEndpoints(exists: boolean): Uint8Array {
   return Update.encode({ update: { $case: "noEndpoints", value: { exists } } }).finish();
 }
+
+/** A whole `Update`, as a union of members reads what its members' views sent (multicluster_endpoints.ts). */
+export type { Update };
+
+export function decodeUpdate(bytes: Uint8Array): Update {
+  return Update.decode(bytes);
+}
+
+/** `Update{add}` from address messages that already carry their `zone_locality`. */
+export function encodeAddMessages(addrs: WeightedAddr[], setLabels: Record<string, string>): Uint8Array {
+  return Update.encode({ update: { $case: "add", value: { addrs, metricLabels: setLabels } } }).finish();
+}
+
+export function encodeWeightedAddr(addr: WeightedAddr): Uint8Array {
+  return WeightedAddr.encode(addr).finish();
+}

@@ -4,9 +4,8 @@
  * Clients reach them with mTLS to the gateway's identity and a transport header naming the remote
  * Service (`authority_override`), as Linkerd's destination serves them.
  */
-import { WeightedAddr } from "../../proto/gen/destination.ts";
 import { toTcpAddress } from "../../proto/ip.ts";
-import { DEFAULT_WEIGHT } from "./endpoints.ts";
+import { DEFAULT_WEIGHT, type WeightedAddr } from "./endpoints.ts";
 import type { EndpointSlice, Service } from "./k8s_types.ts";
 import { Multicluster } from "./multicluster_names.ts";
 

@@ -10,13 +10,19 @@
  * first member holding it (local first, then the annotation's order).
  */
 import { sameBytes } from "../../proto/support/bytes.ts";
-import { Update, WeightedAddr } from "../../proto/gen/destination.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import { RequestError } from "../grpc/request_error.ts";
 import type { ClusterState } from "./cluster_state.ts";
 import type { ClusterStore } from "./cluster_store.ts";
 import type { EndpointIndex, EndpointRequest, Subscriber } from "./endpoint_index.ts";
-import { encodeNoEndpoints } from "./frame.ts";
+import type { WeightedAddr } from "./endpoints.ts";
+import {
+  decodeUpdate,
+  encodeAddMessages,
+  encodeNoEndpoints,
+  encodeRemove,
+  encodeWeightedAddr,
+} from "./frame.ts";
 import type { Service } from "./k8s_types.ts";
 import { Multicluster } from "./multicluster_names.ts";
 
@@ -145,11 +151,11 @@ class UnionStream {
   #onMemberUpdate(sub: MemberSub, from: EndpointIndex, message: Uint8Array): void {
     // A member dropped (or moved to a new index) may still hear from a pump already under way.
     if (this.#closed || sub.index !== from) return;
-    const u = Update.decode(message).update;
+    const u = decodeUpdate(message).update;
     if (u?.$case === "add") {
       // The bytes tell a re-sent (changed) address from the one the client has.
       for (const a of u.value.addrs) {
-        if (a.addr) sub.addrs.set(fromTcpAddress(a.addr), { addr: a, bytes: encodeAddr(a) });
+        if (a.addr) sub.addrs.set(fromTcpAddress(a.addr), { addr: a, bytes: encodeWeightedAddr(a) });
       }
     } else if (u?.$case === "remove") {
       for (const a of u.value.addrs) sub.addrs.delete(fromTcpAddress(a));
@@ -183,7 +189,7 @@ class UnionStream {
     }
     this.#sent = union;
     if (removed.length > 0) {
-      this.sink.push(Update.encode({ update: { $case: "remove", value: { addrs: removed } } }).finish());
+      this.sink.push(encodeRemove(removed));
     }
     if (added.length > 0) this.sink.push(this.#add(added));
   }
@@ -198,12 +204,7 @@ class UnionStream {
 
   #add(held: Held[]): Uint8Array {
     const [namespace, service] = this.serviceKey.split("/");
-    return Update.encode({
-      update: {
-        $case: "add",
-        value: { addrs: held.map((h) => h.addr), metricLabels: { service, namespace } },
-      },
-    }).finish();
+    return encodeAddMessages(held.map((h) => h.addr), { service, namespace });
   }
 
   close(): void {
@@ -211,10 +212,6 @@ class UnionStream {
     for (const sub of this.members.values()) sub.unsubscribe?.();
     this.members.clear();
   }
-}
-
-function encodeAddr(a: WeightedAddr): Uint8Array {
-  return WeightedAddr.encode(a).finish();
 }
 
 export class MulticlusterEndpoints {

@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import type { Update, WeightedAddr } from "../../proto/gen/destination.ts";
+import type { WeightedAddr } from "./endpoints.ts";
+import type { Update } from "./frame.ts";
 import { fromTcpAddress } from "../../proto/ip.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import { Multicluster } from "./multicluster_names.ts";
