@@ -41,6 +41,8 @@ export const Annotations = {
   shutdownGracePeriod: "config.linkerd.io/shutdown-grace-period",
   /** `enabled` turns on the proxy's POST /shutdown (loopback peers only); off unless asked for. */
   proxyAdminShutdown: "config.linkerd.io/proxy-admin-shutdown",
+  /** `true`: the proxy is a multicluster gateway (Linkerd's; the gateway Deployment carries it). */
+  enableGateway: "config.linkerd.io/enable-gateway",
   waitBeforeExitSeconds: "config.alpha.linkerd.io/proxy-wait-before-exit-seconds",
   enableNativeSidecar: "config.beta.linkerd.io/proxy-enable-native-sidecar",
   /** Namespace label that turns the admission webhooks off for that namespace. */

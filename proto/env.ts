@@ -58,6 +58,8 @@ export const ProxyEnv = {
   inboundConnectExpBackoffMin: `${P}INBOUND_CONNECT_EXP_BACKOFF_MIN`,
   inboundConnectExpBackoffMax: `${P}INBOUND_CONNECT_EXP_BACKOFF_MAX`,
   inboundConnectExpBackoffJitter: `${P}INBOUND_CONNECT_EXP_BACKOFF_JITTER`,
+  /** Linkerd's gateway switch: the DNS suffixes (`svc.<cluster domain>.`) a gateway forwards to. */
+  inboundGatewaySuffixes: `${P}INBOUND_GATEWAY_SUFFIXES`,
 
   // Outbound behaviour.
   outboundDetectTimeout: `${P}OUTBOUND_DETECT_TIMEOUT`,
@@ -86,6 +88,25 @@ export const ProxyEnv = {
 } as const;
 
 export type ProxyEnvName = (typeof ProxyEnv)[keyof typeof ProxyEnv];
+
+/** weft's own proxy variables (no linkerd2-proxy equivalent), for multicluster (issue 23). */
+export const WeftProxyEnv = {
+  /**
+   * `true`: the proxy is a multicluster gateway (also on when LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES
+   * is set, unless this says `false`); suffixes default to `svc.cluster.local.`.
+   */
+  inboundGateway: "WEFT_PROXY_INBOUND_GATEWAY",
+  /**
+   * Comma-separated identities whose connections may carry a forwarded client identity (the
+   * transport header's weft extension): the multicluster gateways. Empty: the field is refused.
+   */
+  inboundTrustedGatewayIdentities: "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES",
+} as const;
+
+/** The identity of the multicluster gateway that `weft multicluster install` deploys. */
+export function multiclusterGatewayIdentity(controlNamespace: string, trustDomain: string): string {
+  return `weft-gateway.weft-multicluster.serviceaccount.identity.${controlNamespace}.${trustDomain}`;
+}
 
 /** Values accepted by LINKERD2_PROXY_INBOUND_DEFAULT_POLICY and the default-inbound-policy annotation. */
 export const DEFAULT_INBOUND_POLICIES = [

@@ -1,7 +1,8 @@
 /**
  * Framing of the transport header that a client proxy writes first on a mesh TLS connection
  * negotiated with ALPN `transport.l5d.io/v1`: the preface, a u32 big-endian length, then a
- * protobuf `Header` naming the real target port (and, for gateways, the target name).
+ * protobuf `Header` naming the real target port (and, for gateways, the target name; a weft
+ * gateway adds the identity of the client it forwards for in field 100).
  */
 import { Header } from "./gen_messages/transport_header.ts";
 import { decodeMessage } from "./decode.ts";
@@ -16,7 +17,11 @@ export class TransportHeaderError extends Error {
   override name = "TransportHeaderError";
 }
 
-export function encodeTransportHeader(header: Header): Uint8Array {
+/** A header to send; `forwardedClientId` (weft's extension) is only for gateways. */
+export type HeaderFields = Omit<Header, "forwardedClientId"> & { forwardedClientId?: string };
+
+export function encodeTransportHeader(fields: HeaderFields): Uint8Array {
+  const header: Header = { ...fields, forwardedClientId: fields.forwardedClientId ?? "" };
   const body = Header.encode(header).finish();
   const out = new Uint8Array(TRANSPORT_HEADER_PREFACE.length + 4 + body.length);
   out.set(TRANSPORT_HEADER_PREFACE, 0);

@@ -100,7 +100,12 @@ Deno.test("transport header frame: preface, u32 big-endian length, Header", () =
   const body = bytes(0x08, [0x90, 0x3f], 0x1a, 0x02, 0x0a, 0x00);
   const want = bytes("transport.l5d.io/v1\r\n\r\n", [0, 0, 0, body.length], Array.from(body));
   assert.equal(TRANSPORT_HEADER_PREFACE.length, 23);
-  const header: Header = { port: 8080, name: "", sessionProtocol: { kind: { $case: "http1", value: {} } } };
+  const header: Header = {
+    port: 8080,
+    name: "",
+    sessionProtocol: { kind: { $case: "http1", value: {} } },
+    forwardedClientId: "",
+  };
   assert.equal(hex(encodeTransportHeader(header)), hex(want));
   const parsed = parseTransportHeader(bytes(Array.from(want), "app bytes"));
   assert.equal(parsed.kind, "complete");
@@ -128,4 +133,21 @@ Deno.test("transport header rejects a wrong preface, a huge length and port 0", 
   assert.throws(() => parseTransportHeader(zero), /port 0 is not in 1\.\.65535/);
   const bad = bytes("transport.l5d.io/v1\r\n\r\n", [0, 0, 0, 2], [0x0a, 0x05]);
   assert.throws(() => parseTransportHeader(bad), /Cannot decode transport\.l5d\.io\.Header/);
+});
+
+Deno.test("transport header: weft's forwarded_client_id is field 100, and absent unless set", () => {
+  const id = "web.shop.serviceaccount.identity.weft.cluster.local";
+  const frame = encodeTransportHeader({
+    port: 80,
+    name: "",
+    sessionProtocol: undefined,
+    forwardedClientId: id,
+  });
+  // Header { port (1) = 80, forwarded_client_id (100, wire type 2: tag 802 = a2 06) = id }.
+  const body = bytes(0x08, 80, [0xa2, 0x06, id.length], id);
+  assert.equal(hex(frame.subarray(TRANSPORT_HEADER_PREFACE.length + 4)), hex(body));
+  const parsed = parseTransportHeader(frame);
+  assert.ok(parsed.kind === "complete" && parsed.header.forwardedClientId === id);
+  const plain = encodeTransportHeader({ port: 80, name: "", sessionProtocol: undefined });
+  assert.equal(hex(plain.subarray(TRANSPORT_HEADER_PREFACE.length + 4)), hex(bytes(0x08, 80)));
 });

@@ -27,6 +27,8 @@ import { Outbound } from "./outbound/outbound.ts";
 import { EndpointReachability } from "./outbound/reachability.ts";
 import { connectTcp } from "./transport/connect.ts";
 import { TcpMetrics } from "./metrics/tcp_metrics.ts";
+import { GatewayMetrics } from "./metrics/gateway_metrics.ts";
+import { Gateway } from "./inbound/gateway.ts";
 import { ConnTracker } from "./transport/conn_tracker.ts";
 import { listenAll, type Listener } from "./transport/listen.ts";
 import { normalizeIp, type OrigDst } from "./transport/orig_dst.ts";
@@ -106,7 +108,11 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
 
   // Eager policy watches: the configured inbound ports and the admin port, held for the proxy's life.
   const eager: WatchHandle<InboundPortPolicy>[] = [];
-  for (const p of new Set([...config.inboundPorts, config.adminListen.port || Ports.proxyAdmin])) {
+  // In gateway mode the inbound port's own policy authorizes gateway callers (Linkerd watches it too).
+  const gatewayPorts = config.gateway ? [config.inboundListen.port] : [];
+  for (
+    const p of new Set([...config.inboundPorts, config.adminListen.port || Ports.proxyAdmin, ...gatewayPorts])
+  ) {
     eager.push(discovery.inbound.subscribe(p));
   }
 
@@ -152,7 +158,24 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     balancerMetrics: new BalancerMetrics(registry),
     tcp: metrics,
   });
-  const inbound = new Inbound({
+  const gatewayMetrics = new GatewayMetrics(registry);
+  const inboundPolicy = (port: number) => inbound.policy(port);
+  const gateway = config.gateway === undefined ? undefined : new Gateway({
+    suffixes: config.gateway.suffixes,
+    inboundPort: config.inboundListen.port,
+    policy: inboundPolicy,
+    discovery,
+    tls,
+    gatewayIdentities: config.trustedGatewayIdentities,
+    connectTimeoutMs: config.outboundConnectTimeoutMs,
+    discoveryTimeoutMs: 3000,
+    metrics: gatewayMetrics,
+    tcp: metrics,
+    tracker,
+    log,
+    reachability,
+  });
+  const inbound: Inbound = new Inbound({
     inboundPort: config.inboundListen.port,
     defaultPolicy: config.inboundDefaultPolicy,
     clusterNetworks: config.clusterNetworks,
@@ -169,6 +192,9 @@ export function runProxy(config: ProxyConfig, deps: ProxyDeps): RunningProxy {
     log,
     ownPorts: proxyOwnPorts(config),
     podIps: config.inboundIps === undefined ? undefined : new Set(config.inboundIps.map(normalizeIp)),
+    gateway,
+    trustedGateways: config.trustedGatewayIdentities,
+    gatewayMetrics,
   });
   const outbound = new Outbound({
     reachability,

@@ -31,6 +31,8 @@ export interface Overrides {
   shutdownGracePeriod?: string;
   /** POST /shutdown on the admin port (for Jobs without native sidecars); off by default. */
   adminShutdown?: boolean;
+  /** The proxy is a multicluster gateway (config.linkerd.io/enable-gateway). */
+  gateway?: boolean;
   image?: string;
   imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
 }
@@ -227,6 +229,11 @@ const SPECS: Spec[] = [
       if (v !== "enabled" && v !== "disabled") throw new Problem("unknown value");
       o.adminShutdown = v === "enabled";
     },
+  },
+  {
+    key: Annotations.enableGateway,
+    form: "true or false",
+    apply: (v, o) => o.gateway = parseBool(v),
   },
   {
     key: Annotations.waitBeforeExitSeconds,

@@ -4,7 +4,7 @@
  */
 import type { V1Container, V1EnvVar, V1Pod, V1Probe } from "@kubernetes/client-node";
 import { Annotations, Labels } from "../../proto/annotations.ts";
-import { ProxyEnv } from "../../proto/env.ts";
+import { multiclusterGatewayIdentity, ProxyEnv, WeftProxyEnv } from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
 import { destinationContext, policyWorkload } from "../../proto/proxy_workload.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";
@@ -170,6 +170,18 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.controlListenAddr, value: listen.control },
     // Tap is served to this identity only (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME).
     { name: ProxyEnv.tapSvcName, value: names.tapName },
+    // Multicluster (issue 23): only the gateway weft installs may forward a caller's identity.
+    {
+      name: WeftProxyEnv.inboundTrustedGatewayIdentities,
+      value: multiclusterGatewayIdentity(cfg.controlPlaneNamespace, cfg.trustDomain),
+    },
+    // Linkerd's gateway proxies (config.linkerd.io/enable-gateway): forward to local Services.
+    ...(ov.gateway
+      ? [
+        { name: ProxyEnv.inboundGatewaySuffixes, value: `svc.${cfg.clusterDomain}.` },
+        { name: WeftProxyEnv.inboundGateway, value: "true" },
+      ]
+      : []),
     { name: ProxyEnv.inboundAcceptKeepalive, value: "10000ms" },
     { name: ProxyEnv.outboundConnectKeepalive, value: "10000ms" },
     ...(ov.inboundConnectTimeout

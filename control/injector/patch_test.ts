@@ -247,3 +247,28 @@ Deno.test("config.linkerd.io/access-log sets LINKERD2_PROXY_ACCESS_LOG (pod over
     /access-log="combined" is invalid: unknown format; want apache or json/,
   );
 });
+
+Deno.test("multicluster: every proxy trusts weft's gateway identity; config.linkerd.io/enable-gateway makes a gateway", async () => {
+  const proxyEnv = async (podAnn: Record<string, string>) => {
+    const pod = await readPod("web");
+    pod.metadata!.annotations = podAnn;
+    const res = await buildPatch(pod, ns("weft-multicluster"), cfg);
+    assert.ok(res.ok);
+    if (!res.ok) throw new Error("refused");
+    return applyPatch(pod, res.patch).spec!.initContainers![1];
+  };
+  const plain = await proxyEnv({});
+  assert.equal(
+    env(plain, "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES"),
+    `weft-gateway.weft-multicluster.serviceaccount.identity.${cfg.controlPlaneNamespace}.${cfg.trustDomain}`,
+  );
+  assert.equal(env(plain, "WEFT_PROXY_INBOUND_GATEWAY"), undefined);
+  assert.equal(env(plain, "LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES"), undefined);
+  const gw = await proxyEnv({ "config.linkerd.io/enable-gateway": "true" });
+  assert.equal(env(gw, "WEFT_PROXY_INBOUND_GATEWAY"), "true");
+  assert.equal(env(gw, "LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES"), `svc.${cfg.clusterDomain}.`);
+  assert.equal(
+    env(await proxyEnv({ "config.linkerd.io/enable-gateway": "false" }), "WEFT_PROXY_INBOUND_GATEWAY"),
+    undefined,
+  );
+});

@@ -19,7 +19,15 @@ export interface Header {
   /** Gateway target host; left empty for ordinary pod-to-pod traffic. */
   name: string;
   /** Set when the payload is known to be HTTP; absent means opaque TCP. */
-  sessionProtocol?: SessionProtocol | undefined;
+  sessionProtocol?:
+    | SessionProtocol
+    | undefined;
+  /**
+   * weft extension (not in linkerd2-proxy, which skips unknown fields): set only by a weft
+   * multicluster gateway, to the mTLS identity of the client it forwards for. A receiving proxy
+   * believes it only when its TLS peer is a trusted gateway identity, and refuses it otherwise.
+   */
+  forwardedClientId: string;
 }
 
 export interface SessionProtocol {
@@ -36,7 +44,7 @@ export interface SessionProtocol_Http2 {
 }
 
 function createBaseHeader(): Header {
-  return { port: 0, name: "", sessionProtocol: undefined };
+  return { port: 0, name: "", sessionProtocol: undefined, forwardedClientId: "" };
 }
 
 export const Header: MessageFns<Header> = {
@@ -49,6 +57,9 @@ export const Header: MessageFns<Header> = {
     }
     if (message.sessionProtocol !== undefined) {
       SessionProtocol.encode(message.sessionProtocol, writer.uint32(26).fork()).join();
+    }
+    if (message.forwardedClientId !== "") {
+      writer.uint32(802).string(message.forwardedClientId);
     }
     return writer;
   },
@@ -90,6 +101,14 @@ export const Header: MessageFns<Header> = {
             message.sessionProtocol = SessionProtocol.decode(reader, reader.uint32());
             continue;
           }
+          case 100: {
+            if (tag !== 802) {
+              break;
+            }
+
+            message.forwardedClientId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -112,6 +131,7 @@ export const Header: MessageFns<Header> = {
     message.sessionProtocol = (object.sessionProtocol !== undefined && object.sessionProtocol !== null)
       ? SessionProtocol.fromPartial(object.sessionProtocol)
       : undefined;
+    message.forwardedClientId = object.forwardedClientId ?? "";
     return message;
   },
 };

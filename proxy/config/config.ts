@@ -2,7 +2,12 @@
  * The proxy's resolved configuration, read from the LINKERD2_PROXY_* variables (names from
  * proto/env.ts). Only proxy/main.ts reads the environment; everything else gets this object.
  */
-import { DEFAULT_INBOUND_POLICIES, type DefaultInboundPolicy, ProxyEnv } from "../../proto/env.ts";
+import {
+  DEFAULT_INBOUND_POLICIES,
+  type DefaultInboundPolicy,
+  ProxyEnv,
+  WeftProxyEnv,
+} from "../../proto/env.ts";
 import { Ports } from "../../proto/ports.ts";
 import { TRUST_ROOTS_DIR_ENV } from "../../proto/trust_roots.ts";
 import { X509Certificate } from "node:crypto";
@@ -80,6 +85,13 @@ export interface ProxyConfig {
   shutdownGracePeriodMs: number;
   /** LINKERD2_PROXY_ACCESS_LOG: the inbound HTTP access log's format; undefined: off. */
   accessLog: "apache" | "json" | undefined;
+  /**
+   * Multicluster gateway mode (off: undefined): direct connections whose transport header names
+   * `<svc>.<ns>.<suffix>` are forwarded; suffixes are `svc.<cluster domain>` without the final dot.
+   */
+  gateway?: { suffixes: string[] };
+  /** Peers whose connections may carry a forwarded client identity (WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES). */
+  trustedGatewayIdentities: Set<string>;
 }
 
 export type Env = (name: string) => string | undefined;
@@ -259,7 +271,35 @@ export function resolveProxyConfig(env: Env): ProxyConfig {
     shutdownEndpointEnabled: shutdown === undefined ? false : parseBool(E.shutdownEndpointEnabled, shutdown),
     shutdownGracePeriodMs: duration(env, SHUTDOWN_GRACE_PERIOD_ENV, 120_000),
     accessLog: accessLogFormat(optional(env, E.accessLog)),
+    ...gatewayMode(env),
+    trustedGatewayIdentities: new Set(
+      (optional(env, WeftProxyEnv.inboundTrustedGatewayIdentities) ?? "").split(",").map((s) => s.trim())
+        .filter((s) => s !== "").map((s) =>
+          parseIdentityName(WeftProxyEnv.inboundTrustedGatewayIdentities, s)
+        ),
+    ),
   };
+}
+
+/**
+ * Gateway mode: WEFT_PROXY_INBOUND_GATEWAY=true, or Linkerd's LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES
+ * set (unless WEFT_PROXY_INBOUND_GATEWAY=false). Suffixes default to `svc.cluster.local.`.
+ */
+function gatewayMode(env: Env): { gateway?: { suffixes: string[] } } {
+  const flagText = optional(env, WeftProxyEnv.inboundGateway);
+  const flag = flagText === undefined ? undefined : parseBool(WeftProxyEnv.inboundGateway, flagText);
+  const suffixText = optional(env, ProxyEnv.inboundGatewaySuffixes);
+  if (flag === false || (flag === undefined && suffixText === undefined)) return {};
+  const suffixes = (suffixText ?? "svc.cluster.local.").split(",").map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== "").map((s) => {
+      const bare = s.endsWith(".") ? s.slice(0, -1) : s;
+      if (!/^svc(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/.test(bare)) {
+        throw new ConfigError(ProxyEnv.inboundGatewaySuffixes, `"${s}" is not svc.<cluster domain>.`);
+      }
+      return bare;
+    });
+  if (suffixes.length === 0) throw new ConfigError(ProxyEnv.inboundGatewaySuffixes, "names no suffix");
+  return { gateway: { suffixes } };
 }
 
 function accessLogFormat(v: string | undefined): "apache" | "json" | undefined {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ProxyEnv } from "../../proto/env.ts";
+import { ProxyEnv, WeftProxyEnv } from "../../proto/env.ts";
 import { resolveProxyConfig } from "./config.ts";
 import { ConfigError, parseDuration, parsePortSet } from "./parse.ts";
 import { createTestCa } from "../testing/certs.ts";
@@ -103,4 +103,19 @@ Deno.test("proxy config: LINKERD2_PROXY_ACCESS_LOG is apache, json or unset", ()
   assert.equal(resolve({ [ProxyEnv.accessLog]: "apache" }).accessLog, "apache");
   assert.equal(resolve({ [ProxyEnv.accessLog]: "json" }).accessLog, "json");
   throwsNaming(ProxyEnv.accessLog, { [ProxyEnv.accessLog]: "/var/log/access" }, /want apache or json/);
+});
+
+Deno.test("proxy config: gateway mode is off by default; WEFT_PROXY_INBOUND_GATEWAY or Linkerd's suffixes turn it on", () => {
+  const G = WeftProxyEnv.inboundGateway, S = ProxyEnv.inboundGatewaySuffixes;
+  assert.equal(resolve({}).gateway, undefined);
+  assert.deepEqual(resolve({}).trustedGatewayIdentities, new Set());
+  assert.deepEqual(resolve({ [G]: "true" }).gateway, { suffixes: ["svc.cluster.local"] });
+  assert.deepEqual(resolve({ [S]: "svc.east.local." }).gateway, { suffixes: ["svc.east.local"] });
+  assert.equal(resolve({ [G]: "false", [S]: "svc.east.local." }).gateway, undefined);
+  throwsNaming(G, { [G]: "yes" });
+  throwsNaming(S, { [S]: "cluster.local." }, /svc\.<cluster domain>/);
+  const gw = "weft-gateway.weft-multicluster.serviceaccount.identity.weft.cluster.local";
+  const T = WeftProxyEnv.inboundTrustedGatewayIdentities;
+  assert.deepEqual(resolve({ [T]: ` ${gw}, ` }).trustedGatewayIdentities, new Set([gw]));
+  throwsNaming(T, { [T]: "Not A Name" });
 });

@@ -15,6 +15,12 @@ export interface Endpoint {
   readonly opaqueTransportPort: number;
   /** The peer proxy takes HTTP/2 (Linkerd's `h2` protocol hint): HTTP/1 is upgraded to it. */
   readonly h2: boolean;
+  /**
+   * A remote gateway's target (Destination's `authority_override`, `host:port`): connections go
+   * to the endpoint with opaque transport, and the transport header names this host and port.
+   * Undefined for ordinary endpoints and for an override without a port (which Linkerd ignores).
+   */
+  readonly authorityOverride?: { readonly name: string; readonly port: number };
   /** Labels for the endpoint's metrics (namespace, service, pod, …). */
   readonly metricLabels: Readonly<Record<string, string>>;
 }
@@ -27,15 +33,27 @@ export function endpointFromWire(w: WeightedAddr, setLabels?: Record<string, str
   const name = id?.strategy?.$case === "dnsLikeIdentity" ? id.strategy.value.name : undefined;
   const serverName = id?.serverName?.name || name;
   const inbound = w.protocolHint?.opaqueTransport?.inboundPort ?? 0;
+  const authorityOverride = parseAuthority(w.authorityOverride?.authorityOverride ?? "");
   return {
     ip: fromIpAddress(a.ip),
     port: a.port,
     identity: name && serverName ? { name, serverName } : undefined,
     opaqueTransportPort: inbound > 0 && inbound < 65536 ? inbound : 0,
     h2: w.protocolHint?.protocol?.$case === "h2",
+    ...(authorityOverride ? { authorityOverride } : {}),
     // Set-level labels (namespace, service, …) apply to every address; an address's own win.
     metricLabels: setLabels && Object.keys(setLabels).length > 0
       ? { ...setLabels, ...w.metricLabels }
       : w.metricLabels,
   };
+}
+
+/** `host:port` with a DNS-like host and a port in 1..65535; undefined otherwise. */
+export function parseAuthority(text: string): { name: string; port: number } | undefined {
+  const m =
+    /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)\.?:(\d{1,5})$/
+      .exec(text);
+  if (!m) return undefined;
+  const port = Number(m[5]);
+  return port >= 1 && port <= 65535 ? { name: m[1].toLowerCase(), port } : undefined;
 }

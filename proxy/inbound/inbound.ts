@@ -8,6 +8,12 @@
  * private. Targets that are the proxy's own ports, or not an address of this pod, are refused
  * before authorization (`inbound_tcp_errors_total{error="forbidden_port"|"forbidden_ip"}`).
  *
+ * Gateway mode (multicluster, inbound/gateway.ts): a direct connection whose header names a
+ * target Service is authorized under the inbound port's policy and forwarded to the target's
+ * proxy with the caller's identity in the header's `forwarded_client_id`. A proxy believes that
+ * field only from a trusted gateway identity (then it is the client identity for policy, metrics,
+ * tap and `l5d-client-id`); from any other peer the connection is refused.
+ *
  * HTTP: unless the port is opaque (or `tls`), the first bytes are detected (a transport header's
  * session protocol, or an http2/grpc port, says it without detection; an http1 port is HTTP/1
  * whatever detection finds, unless it finds HTTP/2); HTTP connections go to the HTTP stack, which
@@ -33,6 +39,11 @@ import { peek } from "../transport/peek.ts";
 import { type MeshTls, MeshTlsError } from "../transport/tls.ts";
 import { authorize, defaultPolicy, type PortProtocol } from "./authorize.ts";
 import { httpServerFromPort } from "./http/authorize.ts";
+import type { Gateway } from "./gateway.ts";
+import type { GatewayMetrics } from "../metrics/gateway_metrics.ts";
+
+/** A DNS-like identity name (what a certificate's SAN can hold): a forwarded one must be one. */
+const IDENTITY_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$/;
 
 export interface InboundOptions {
   inboundPort: number;
@@ -55,6 +66,15 @@ export interface InboundOptions {
   ownPorts: ReadonlySet<number>;
   /** The pod's addresses (LINKERD2_PROXY_INBOUND_IPS), when known; normalized. */
   podIps?: ReadonlySet<string>;
+  /** Gateway mode (multicluster): direct connections naming a target are forwarded by this. */
+  gateway?: Gateway;
+  /**
+   * Peers allowed to send a forwarded client identity (the transport header's weft extension):
+   * from them, the forwarded identity is the client's; from anyone else it is refused.
+   */
+  trustedGateways?: ReadonlySet<string>;
+  /** Counts connections whose identity a gateway forwarded (with the gateway's identity). */
+  gatewayMetrics?: GatewayMetrics;
 }
 
 /** Reads and consumes the transport header from the start of a (TLS) socket. */
@@ -103,6 +123,11 @@ export class Inbound {
       d = this.#defaults[i] = { ...p, http: httpServerFromPort(p) };
     }
     return d;
+  }
+
+  /** The port's policy now (waiting briefly for a just-opened watch), else the default policy. */
+  policy(port: number): Promise<InboundPortPolicy> {
+    return this.#policy(port);
   }
 
   async #policy(port: number): Promise<InboundPortPolicy> {
@@ -236,18 +261,50 @@ export class Inbound {
         return;
       }
       if (header.name !== "") {
-        this.#fail(
-          downstream,
-          "gateway_unsupported",
-          target,
-          `gateway forwarding to ${header.name} is not supported`,
-        );
+        if (o.gateway === undefined) {
+          this.#fail(
+            downstream,
+            "gateway_unsupported",
+            target,
+            `gateway forwarding to ${header.name} is not supported (the proxy is not in gateway mode)`,
+          );
+          return;
+        }
+        await o.gateway.serve(downstream, header, { clientIp, clientId: accepted.clientId });
         return;
+      }
+      let clientId = accepted.clientId;
+      if (header.forwardedClientId !== "") {
+        // Only a trusted gateway may speak for another client; anyone else is impersonating one.
+        if (!o.trustedGateways?.has(accepted.clientId)) {
+          this.#fail(
+            downstream,
+            "forwarded_identity_untrusted",
+            target,
+            `${accepted.clientId} sent a forwarded client identity (forwarded_client_id) but is not a trusted gateway`,
+          );
+          return;
+        }
+        if (!IDENTITY_NAME.test(header.forwardedClientId)) {
+          this.#fail(
+            downstream,
+            "forwarded_identity_invalid",
+            target,
+            `gateway ${accepted.clientId} forwarded an invalid identity`,
+          );
+          return;
+        }
+        clientId = header.forwardedClientId;
+        o.gatewayMetrics?.forwardedIdentity.inc({ gateway_id: accepted.clientId, client_id: clientId });
+        o.log(
+          "debug",
+          `inbound ${clientIp} → ${dst.ip}:${header.port}: ${clientId} via gateway ${accepted.clientId}`,
+        );
       }
       port = header.port;
       httpVersion = header.sessionProtocol?.kind?.$case;
       target = `${dst.ip}:${port}`;
-      clientTls = { clientId: accepted.clientId };
+      clientTls = { clientId };
     }
 
     const forbidden = this.#forbidden(sock, dst.ip, port);

@@ -20,7 +20,7 @@ import type { ConnTracker } from "../transport/conn_tracker.ts";
 import { forward } from "../transport/forward.ts";
 import type { OrigDst } from "../transport/orig_dst.ts";
 import type { MeshTls } from "../transport/tls.ts";
-import { endpointTarget, resolveOutbound, type Target, viaDestination } from "./resolve.ts";
+import { endpointTarget, headerTarget, resolveOutbound, type Target, viaDestination } from "./resolve.ts";
 import { chooseL4Backend, type L4Policy, selectL4Route } from "../route/l4.ts";
 import { l4RouteLabels, type L4RouteMetrics } from "../metrics/l4_route_metrics.ts";
 import { MAX_HELLO_BYTES, parseClientHello } from "../transport/client_hello.ts";
@@ -113,7 +113,7 @@ export class Outbound {
         socket.destroy();
         throw new Error(`peer ${t.ip}:${t.connectPort} did not negotiate ${TRANSPORT_HEADER_ALPN}`);
       }
-      socket.write(encodeTransportHeader({ port: t.targetPort, name: "", sessionProtocol: undefined }));
+      socket.write(encodeTransportHeader({ ...headerTarget(t), sessionProtocol: undefined }));
     }
     return { socket, labels: { tls: "true", server_id: t.identity } };
   }

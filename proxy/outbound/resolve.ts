@@ -19,6 +19,11 @@ export type Target =
     identity: string;
     serverName: string;
     opaqueTransport: boolean;
+    /**
+     * A remote gateway's target (Destination's authority override): the transport header names
+     * this host and port instead of `targetPort`, as Linkerd's client proxy does.
+     */
+    gateway?: { name: string; port: number };
   };
 
 export class ResolveError extends Error {
@@ -31,16 +36,25 @@ export function endpointTarget(e: Endpoint): Target {
   if (identity === undefined) {
     return { kind: "plain", ip, port, reason: "not_provided_by_service_discovery" };
   }
-  const opaqueTransport = e.opaqueTransportPort > 0;
+  // An authority override always travels in a transport header (Linkerd offers the ALPN for
+  // either hint); without an inbound port the endpoint's own port is the gateway's.
+  const gateway = e.authorityOverride;
+  const opaqueTransport = e.opaqueTransportPort > 0 || gateway !== undefined;
   return {
     kind: "meshed",
     ip,
-    connectPort: opaqueTransport ? e.opaqueTransportPort : port,
+    connectPort: e.opaqueTransportPort > 0 ? e.opaqueTransportPort : port,
     targetPort: port,
     identity: identity.name,
     serverName: identity.serverName,
     opaqueTransport,
+    ...(gateway ? { gateway: { name: gateway.name, port: gateway.port } } : {}),
   };
+}
+
+/** The transport header fields a meshed target's connection starts with (port and gateway name). */
+export function headerTarget(t: Extract<Target, { kind: "meshed" }>): { port: number; name: string } {
+  return t.gateway ? { port: t.gateway.port, name: t.gateway.name } : { port: t.targetPort, name: "" };
 }
 
 export function pickEndpoint(

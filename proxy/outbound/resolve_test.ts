@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { endpointTarget, pickEndpoint } from "./resolve.ts";
+import { endpointTarget, headerTarget, pickEndpoint } from "./resolve.ts";
 import { policyBackend } from "../discovery/outbound_view.ts";
 import { type Endpoint, endpointFromWire } from "../core/endpoint.ts";
 import { fallbackPolicy, meshedEndpoint } from "../testing/control_plane.ts";
@@ -103,4 +103,30 @@ Deno.test("the TCP path skips endpoints whose connects fail while others remain,
   const seen = new Set<string>();
   for (let i = 0; i < 30; i++) seen.add(pickEndpoint(eps, dst, (k) => down.has(k), random)!.ip);
   assert.equal(seen.size, 3, "with every endpoint down, any may be tried");
+});
+
+Deno.test("outbound resolve: a gateway endpoint's header names the authority override's host and port", () => {
+  const GW = "weft-gateway.weft-multicluster.serviceaccount.identity.weft.cluster.local";
+  const w = {
+    ...meshedEndpoint("10.1.0.5", 30143, GW),
+    protocolHint: { protocol: undefined, opaqueTransport: { inboundPort: 30143 } },
+    authorityOverride: { authorityOverride: "web.shop.svc.cluster.local.:8080" },
+  };
+  const t = endpointTarget(ep(w));
+  assert.ok(t.kind === "meshed");
+  if (t.kind !== "meshed") return;
+  assert.equal(t.connectPort, 30143);
+  assert.equal(t.opaqueTransport, true);
+  assert.deepEqual(headerTarget(t), { name: "web.shop.svc.cluster.local", port: 8080 });
+  // Without an authority override (or with one lacking a port, which Linkerd ignores): no name.
+  assert.deepEqual(headerTarget(endpointTarget(ep(meshedEndpoint("10.0.0.2", 8080, B))) as typeof t), {
+    name: "",
+    port: 8080,
+  });
+  const noPort = { ...w, authorityOverride: { authorityOverride: "web.shop.svc.cluster.local" } };
+  assert.deepEqual(headerTarget(endpointTarget(ep(noPort)) as typeof t), { name: "", port: 30143 });
+  // An override alone (no opaque-transport hint) still uses the header, on the endpoint's port.
+  const bare = { ...w, protocolHint: undefined };
+  const b = endpointTarget(ep(bare));
+  assert.ok(b.kind === "meshed" && b.opaqueTransport && b.connectPort === 30143);
 });

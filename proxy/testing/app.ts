@@ -4,12 +4,14 @@
  *   echo <[host:]port>...              server: greets with `peer=<client ip>\n`, then echoes
  *                                      (host defaults to 0.0.0.0; 127.0.0.1:port is loopback-only)
  *   http <[host:]port>...              HTTP/1 server: every request gets 200 `peer=<client ip>`
+ *   http-id <[host:]port>...           the same, answering `peer=<client ip> client-id=<l5d-client-id>`
  *   client <ip:port> <text> [ms]       connects, sends text, half-closes, prints {ok, data, error}
  *   stream <ip:port> <n> <gapMs>       sends n numbered lines with a gap, expects each echoed
  *   fetch <url> [method]               prints {status, body}
- *   tls <ip:port> <sni> <creds|none> <caFile> <alpn|none> <headerPort|0> [payload]
+ *   tls <ip:port> <sni> <creds|none> <caFile> <alpn|none> <headerPort|0> [payload] [name] [fwdId]
  *                                      a hand-made mesh client (for refused-client tests);
- *                                      sends `payload` (JSON string, default "attack") after the header
+ *                                      sends `payload` (JSON string, default "attack") after the header,
+ *                                      whose gateway `name` and forwarded client identity are optional
  *   relay <port=unix-path>...          forwards 127.0.0.1:port to a unix socket (control plane)
  */
 import * as http from "node:http";
@@ -60,12 +62,14 @@ switch (cmd) {
     console.log("listening");
     break;
   }
-  case "http": {
+  case "http":
+  case "http-id": {
     for (const a of args) {
       const { host, port } = a.includes(":") ? hostPort(a) : { host: "0.0.0.0", port: Number(a) };
       http.createServer((req, res) => {
         req.resume();
-        res.end(`peer=${req.socket.remoteAddress}`);
+        const id = cmd === "http-id" ? ` client-id=${req.headers["l5d-client-id"] ?? ""}` : "";
+        res.end(`peer=${req.socket.remoteAddress}${id}`);
       }).listen(port, host);
     }
     console.log("listening");
@@ -119,7 +123,14 @@ switch (cmd) {
     });
     s.on("secureConnect", () => {
       const hp = Number(args[5]);
-      if (hp > 0) s.write(encodeTransportHeader({ port: hp, name: "", sessionProtocol: undefined }));
+      if (hp > 0) {
+        s.write(encodeTransportHeader({
+          port: hp,
+          name: args[7] ?? "",
+          sessionProtocol: undefined,
+          forwardedClientId: args[8] ?? "",
+        }));
+      }
       s.end(args[6] === undefined ? "attack" : JSON.parse(args[6]));
     });
     print(await collect(s, 5000));

@@ -22,7 +22,7 @@ import type { ResponseClassifier } from "../../metrics/response_class.ts";
 import { type HttpMetrics, instrumentResponse, type OutboundScope } from "../../metrics/http_metrics.ts";
 import type { TcpMetrics } from "../../metrics/tcp_metrics.ts";
 import { sortedPrefixed } from "../../metrics/http_labels.ts";
-import type { Target } from "../resolve.ts";
+import { headerTarget, type Target } from "../resolve.ts";
 import { connectTcp } from "../../transport/connect.ts";
 import type { EndpointReachability } from "../reachability.ts";
 import type { MeshTls } from "../../transport/tls.ts";
@@ -112,7 +112,8 @@ export class EndpointClient {
     if (t.kind === "meshed" && target.kind === "meshed") {
       return t.connectPort === target.connectPort && t.targetPort === target.targetPort &&
         t.identity === target.identity && t.serverName === target.serverName &&
-        t.opaqueTransport === target.opaqueTransport;
+        t.opaqueTransport === target.opaqueTransport && t.gateway?.name === target.gateway?.name &&
+        t.gateway?.port === target.gateway?.port;
     }
     return false;
   }
@@ -171,7 +172,7 @@ export class EndpointClient {
         socket.destroy();
         throw new Error(`peer ${t.ip}:${t.connectPort} did not negotiate ${TRANSPORT_HEADER_ALPN}`);
       }
-      socket.write(encodeTransportHeader({ port: t.targetPort, name: "", sessionProtocol: protocol }));
+      socket.write(encodeTransportHeader({ ...headerTarget(t), sessionProtocol: protocol }));
     }
     return this.#counted(socket);
   }
