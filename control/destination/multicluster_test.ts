@@ -280,6 +280,22 @@ Deno.test("federated: union of local and remote members; annotation edits and a 
     assert.equal(await next(s), "add 10.247.0.1:8080");
     assert.equal(s.received.length, 7);
     s.cancel();
+    // GetProfile on the federated Service and on a flat-mode mirror: a default profile each.
+    f.apply(
+      "services",
+      mirror("ns", "web-east", {
+        [Multicluster.remoteDiscoveryLabel]: "east",
+        [Multicluster.remoteServiceLabel]: "web",
+      }),
+    );
+    for (const name of ["web-federated", "web-east"]) {
+      const p = f.profile(`${name}.ns.svc.cluster.local:80`);
+      const prof = await p.next();
+      assert.equal(prof.fullyQualifiedName, `${name}.ns.svc.cluster.local`);
+      assert.equal(prof.opaqueProtocol, false);
+      assert.deepEqual(prof.routes, []);
+      p.cancel();
+    }
   } finally {
     await f.stop();
   }
