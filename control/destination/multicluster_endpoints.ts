@@ -113,8 +113,22 @@ class UnionStream {
     this.sync();
   }
 
-  /** Moves the members of `cluster` to its current index (or drops their addresses when it is gone). */
-  clusterChanged(cluster: string): void {
+  /**
+   * Moves the members of `cluster` to its current index (or drops their addresses when it is gone).
+   * A replacement still listing is waited for (boundedly): until then the members keep the
+   * addresses they had, rather than sending removes and then the same adds again.
+   */
+  clusterChanged(cluster: string, waited = false): void {
+    if (this.#closed) return;
+    const affected = [...this.members.values()].some((sub) => sub.member.cluster === cluster);
+    if (!affected) return;
+    if (!waited) {
+      const ready = this.owner.whenSynced(cluster);
+      if (ready) {
+        void ready.then(() => this.clusterChanged(cluster, true));
+        return;
+      }
+    }
     let changed = false;
     for (const sub of this.members.values()) {
       if (sub.member.cluster !== cluster) continue;
@@ -248,6 +262,21 @@ export class MulticlusterEndpoints {
     });
   }
 
+  /**
+   * Undefined when remote `cluster` is absent or synced; else a promise resolved once it has synced
+   * (its endpoint index flushed, so what it listed has reached its subscribers) or after
+   * REMOTE_SYNC_WAIT_MS, whichever is first.
+   */
+  whenSynced(cluster: string): Promise<void> | undefined {
+    const remote = this.#clusters?.get(cluster);
+    if (!remote || remote.state.unsynced().length === 0) return undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((r) => timer = setTimeout(r, REMOTE_SYNC_WAIT_MS));
+    return Promise.race([remote.state.synced.then(() => remote.endpoints.flush()), bound]).then(() =>
+      clearTimeout(timer)
+    );
+  }
+
   indexFor(m: Member): EndpointIndex | undefined {
     if (m.cluster === undefined) return this.#local;
     return this.#clusters?.get(m.cluster)?.endpoints;
@@ -286,18 +315,12 @@ export class MulticlusterEndpoints {
     // A cluster just linked (or destination just started) is still listing: the first answer waits
     // for it, boundedly, so it is the union rather than NoEndpoints followed at once by an Add.
     const pending = members.flatMap((m) => {
-      const remote = m.cluster === undefined ? undefined : this.#clusters?.get(m.cluster);
-      // Flushed once synced: the listed objects reach the member before the first answer.
-      return remote && remote.state.unsynced().length > 0
-        ? [remote.state.synced.then(() => remote.endpoints.flush())]
-        : [];
+      const p = m.cluster === undefined ? undefined : this.whenSynced(m.cluster);
+      return p ? [p] : [];
     });
     if (pending.length === 0) stream.start();
     else {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const bound = new Promise<void>((r) => timer = setTimeout(r, REMOTE_SYNC_WAIT_MS));
-      void Promise.race([Promise.all(pending), bound]).then(() => {
-        clearTimeout(timer);
+      void Promise.all(pending).then(() => {
         if (this.#streams.has(stream)) stream.start();
       });
     }
