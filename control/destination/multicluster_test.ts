@@ -210,12 +210,16 @@ Deno.test("cluster store: a bad kubeconfig is logged by Secret name and the othe
     f.apply("secrets", credentialsSecret("east", kubeconfigText(NORTH)));
     const got = [await next(s), await next(s)].sort();
     assert.deepEqual(got, ["add 10.246.0.1:8080", "remove 10.245.0.1:8080"]);
+    // Moved again, to a server with the same endpoints (credentials rotated): nothing is resent.
+    remoteService(f, "https://north-2.example:6443", "ns", "web", ["10.246.0.1"]);
+    f.apply("secrets", credentialsSecret("east", kubeconfigText("https://north-2.example:6443")));
+    await noMore(s, 300);
     // An edit that breaks the kubeconfig keeps the cluster serving what it had.
     f.apply("secrets", credentialsSecret("east", "]["));
     await new Promise((r) => setTimeout(r, 50));
     assert.ok(f.clusters.get("east"));
     const before = s.received.length;
-    f.remote(NORTH, "endpointslices").apply(slice("ns", "web", []));
+    f.remote("https://north-2.example:6443", "endpointslices").apply(slice("ns", "web", []));
     assert.equal(await next(s), "remove 10.246.0.1:8080");
     assert.equal(s.received.length, before + 1);
     s.cancel();
