@@ -35,9 +35,13 @@ if (ignore) {
 /** Unassigned addresses of the pods' subnet, standing in for the mirror Services' cluster IPs. */
 const MIRROR = "10.231.0.200";
 const LOOP_MIRROR = "10.231.0.201";
+const RETRY_MIRROR = "10.231.0.202";
+/** An address nobody answers on: an endpoint whose connects time out. */
+const DEAD = "10.231.0.250";
 const DOMAIN = "svc.cluster.local";
 const TARGET_NAME = `target.default.${DOMAIN}`;
 const LOOP_NAME = `loop.default.${DOMAIN}`;
+const RETRY_NAME = `retry.default.${DOMAIN}`;
 
 /** What the destination controller answers for a gateway-mode mirror's endpoints. */
 function gatewayEndpoint(gwIp: string, authority: string): WeightedAddr {
@@ -101,7 +105,16 @@ Deno.test({
         meshedHttpEndpoint(T, 9090, identityOf("target"), false),
       ]);
       cp.tables.endpoints.set(`${TARGET_NAME}:8080`, [meshedEndpoint(T, 8080, identityOf("target"))]);
-      for (const ip of [MIRROR, LOOP_MIRROR]) cp.tables.profiles.set(`${ip}:8080`, opaqueProfile());
+      // A Service with two dead endpoints and a live one: the gateway must try another endpoint.
+      cp.tables.endpoints.set(`${RETRY_MIRROR}:8080`, [gatewayEndpoint(GW, `${RETRY_NAME}:8080`)]);
+      cp.tables.endpoints.set(`${RETRY_NAME}:8080`, [
+        meshedEndpoint(DEAD, 8080, identityOf("target")),
+        meshedEndpoint("10.231.0.251", 8080, identityOf("target")),
+        meshedEndpoint(T, 8080, identityOf("target")),
+      ]);
+      for (const ip of [MIRROR, LOOP_MIRROR, RETRY_MIRROR]) {
+        cp.tables.profiles.set(`${ip}:8080`, opaqueProfile());
+      }
       // The gateway's own policy (its inbound port): client and other may use it, rogue may not.
       cp.tables.servers.set(
         `${workloadOf("gw")}|${Ports.proxyInbound}`,
@@ -140,7 +153,11 @@ Deno.test({
     await step("HTTP/1 through the gateway: the app sees the original client's identity", async () => {
       for (let i = 0; i < 3; i++) {
         const r = await w.fetch("client", `http://${MIRROR}:9090/`);
-        assert.deepEqual(r, { status: 200, body: `peer=${T} client-id=${identityOf("client")}` });
+        // The request names the remote Service (the authority override), not the local mirror.
+        assert.deepEqual(r, {
+          status: 200,
+          body: `peer=${T} client-id=${identityOf("client")} host=${TARGET_NAME}:9090`,
+        });
       }
       const g = await w.metrics("gw");
       assert.ok(
@@ -181,6 +198,20 @@ Deno.test({
         );
       },
     );
+
+    await step("a connect failure at the gateway tries another endpoint", async () => {
+      for (let i = 0; i < 4; i++) {
+        const r = await tcp("client", `${RETRY_MIRROR}:8080`, `r${i}`);
+        assert.equal(r.data, `peer=${T}\nr${i}`, JSON.stringify(r));
+      }
+      const g = await w.metrics("gw");
+      assert.equal(metric(g, "inbound_gateway_errors_total", { error: "connect" }), 0, g);
+      assert.equal(
+        metric(g, "inbound_gateway_open_total", { target_name: `${RETRY_NAME}:8080` }),
+        4,
+        g,
+      );
+    });
 
     await step("the target's policy refuses a caller the gateway allowed (by its own identity)", async () => {
       const h = await w.fetch("other", `http://${MIRROR}:9090/`);

@@ -4,7 +4,7 @@
  *   echo <[host:]port>...              server: greets with `peer=<client ip>\n`, then echoes
  *                                      (host defaults to 0.0.0.0; 127.0.0.1:port is loopback-only)
  *   http <[host:]port>...              HTTP/1 server: every request gets 200 `peer=<client ip>`
- *   http-id <[host:]port>...           the same, answering `peer=<client ip> client-id=<l5d-client-id>`
+ *   http-id <[host:]port>...           the same, answering `peer=<ip> client-id=<l5d-client-id> host=<Host>`
  *   client <ip:port> <text> [ms]       connects, sends text, half-closes, prints {ok, data, error}
  *   stream <ip:port> <n> <gapMs>       sends n numbered lines with a gap, expects each echoed
  *   fetch <url> [method]               prints {status, body}
@@ -68,7 +68,9 @@ switch (cmd) {
       const { host, port } = a.includes(":") ? hostPort(a) : { host: "0.0.0.0", port: Number(a) };
       http.createServer((req, res) => {
         req.resume();
-        const id = cmd === "http-id" ? ` client-id=${req.headers["l5d-client-id"] ?? ""}` : "";
+        const id = cmd === "http-id"
+          ? ` client-id=${req.headers["l5d-client-id"] ?? ""} host=${req.headers.host ?? ""}`
+          : "";
         res.end(`peer=${req.socket.remoteAddress}${id}`);
       }).listen(port, host);
     }

@@ -252,6 +252,10 @@ export class EndpointClient {
 
   async #send(req: HttpRequest, signal: AbortSignal, classifier?: ResponseClassifier): Promise<HttpResponse> {
     const rec = this.#scope.get(req.authority).start(isGrpc(req.headers), classifier);
+    const gw = this.target.kind === "meshed" ? this.target.gateway : undefined;
+    // As Linkerd's proxy does for a gateway endpoint (authority override): the request names the
+    // remote Service, so the target app and its routes' hostnames see their own name, not the mirror's.
+    if (gw !== undefined) req = { ...req, authority: `${gw.name}:${gw.port}` };
     // Upgrade requests (WebSocket) stay HTTP/1: their connection is handed over after the 101.
     const upgraded = this.upgrade && req.version !== "HTTP/2" && !req.headers.has("upgrade");
     let res: HttpResponse;
