@@ -1,5 +1,6 @@
 /** `MirrorApi` on the API server: plain REST calls, so conflicts and absences are status codes. */
 import type { KubeConfig } from "@kubernetes/client-node";
+import type * as https from "node:https";
 import { apiMessage, kubeRequest } from "../k8s/raw_request.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import type { MirrorApi, ObjectApi, UpdateResult } from "./mirror_api.ts";
@@ -62,7 +63,7 @@ class KubeObjectApi<T extends KubeObject> implements ObjectApi<T> {
   }
 
   async deleteAt(ns: string, name: string, resourceVersion: string): Promise<UpdateResult> {
-    const r = await this.#call("DELETE", this.#path(ns, name), {
+    const r = await deleteWithBody(this.kc, this.#path(ns, name), {
       apiVersion: "v1",
       kind: "DeleteOptions",
       preconditions: { resourceVersion },
@@ -86,6 +87,41 @@ class KubeObjectApi<T extends KubeObject> implements ObjectApi<T> {
       cont = page.metadata?.continue || undefined;
     } while (cont);
     return items;
+  }
+}
+
+/**
+ * A DELETE with a DeleteOptions body (preconditions cannot be query parameters). Deno's node:http
+ * drops the body of a DELETE, so this one request goes through fetch with the kubeconfig's TLS
+ * material and headers.
+ */
+async function deleteWithBody(
+  kc: KubeConfig,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; text: string }> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("kubeconfig has no current cluster");
+  const opts: https.RequestOptions = { headers: {} };
+  await kc.applyToHTTPSOptions(opts);
+  const pem = (v: unknown) => v === undefined || v === null ? undefined : String(v);
+  const ca = pem(opts.ca);
+  const client = Deno.createHttpClient({
+    caCerts: ca ? [ca] : undefined,
+    cert: pem(opts.cert),
+    key: pem(opts.key),
+  });
+  try {
+    const res = await fetch(`${cluster.server.replace(/\/$/, "")}${path}`, {
+      method: "DELETE",
+      client,
+      headers: { ...(opts.headers as Record<string, string>), "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+    return { status: res.status, text: await res.text() };
+  } finally {
+    client.close();
   }
 }
 

@@ -190,7 +190,7 @@ export class LinkSession {
     this.localFederated.onDelete(localChange);
   }
 
-  /** Ready once the first resync has been reconciled. */
+  /** Ready once every key of the first resync has been reconciled once. */
   ready(): string | undefined {
     if (!this.remote.isSynced()) {
       return `target cluster ${this.link.targetClusterName} services not listed yet`;
@@ -235,7 +235,8 @@ export class LinkSession {
         await sleep(delay, signal);
       }
     }
-    while (!signal.aborted && !this.queue.idle()) await sleep(50, signal);
+    // Ready after one pass over every key; a key that keeps failing is retried in the background.
+    while (!signal.aborted && !this.queue.drained()) await sleep(50, signal);
     this.#resynced = true;
     this.#updateGauges();
     const period = this.#o.resyncPeriodMs ?? 60_000;

@@ -38,6 +38,11 @@ export class WorkQueue {
     return this.#pending.size === 0 && !this.#busy && this.#timers.size === 0;
   }
 
+  /** True when nothing is queued or being processed (retries may still be waiting). */
+  drained(): boolean {
+    return this.#pending.size === 0 && !this.#busy;
+  }
+
   add(key: string): void {
     if (this.#pending.has(key)) return;
     if (this.#pending.size >= this.#opts.maxSize) {
