@@ -4,13 +4,12 @@
  * (`chooseTarget`, from flags and facts about the machine); `loadImage` does it.
  */
 import { buildImages, type BuiltImage, type ImageKey, importImages, WEFT_IMAGE } from "../images/build.ts";
-import {
-  API_URL as LOCAL_API_URL,
-  CONTAINERD_SOCKET,
-  IMAGE_CACHE,
-  MAX_WORKERS,
-  workerContainerdSocket,
-} from "../tests/cluster/config.ts";
+import { clusterConfig, IMAGE_CACHE, MAX_WORKERS, workerContainerdSocket } from "../tests/cluster/config.ts";
+
+// Named explicitly: config.ts's plain constants follow WEFT_CLUSTER, the cluster tool's selection.
+const WEST = clusterConfig("west");
+const EAST = clusterConfig("east");
+const LOCAL_API_URL = WEST.apiUrl;
 
 export type ImageTarget =
   | {
@@ -63,20 +62,28 @@ export async function chooseTarget(flags: TargetFlags, facts: TargetFacts): Prom
     if (missing) throw new TargetError(`${why} needs kind, but ${missing}: ${KIND_HELP}`);
     return { kind: "kind", cluster, why };
   }
-  if (facts.server === LOCAL_API_URL && facts.exists(CONTAINERD_SOCKET)) {
+  if (facts.server === LOCAL_API_URL && facts.exists(WEST.containerdSocket)) {
     // Worker nodes (`cluster:up --nodes=N`) run their own containerd: each needs the image too.
     const alsoSockets = Array.from({ length: MAX_WORKERS }, (_, i) => workerContainerdSocket(i + 1))
       .filter((s) => facts.exists(s));
     return {
       kind: "containerd",
-      socket: CONTAINERD_SOCKET,
+      socket: WEST.containerdSocket,
       why: "the local cluster (tests/cluster)",
       alsoSockets,
     };
   }
+  if (facts.server === EAST.apiUrl && facts.exists(EAST.containerdSocket)) {
+    return {
+      kind: "containerd",
+      socket: EAST.containerdSocket,
+      why: "the local east cluster (tests/cluster, --name=east)",
+      alsoSockets: [],
+    };
+  }
   throw new TargetError(
-    `cannot tell how to get the image into the cluster at ${facts.server}: it is neither the local cluster ` +
-      `(${LOCAL_API_URL}) nor a kind cluster. Pass --kind[=<name>] for kind, --containerd=<socket> for a ` +
+    `cannot tell how to get the image into the cluster at ${facts.server}: it is neither a local cluster ` +
+      `(${LOCAL_API_URL}, east ${EAST.apiUrl}) nor a kind cluster. Pass --kind[=<name>] for kind, --containerd=<socket> for a ` +
       `node's containerd on this machine, or --image=<ref> --no-image-load for an image in a registry`,
   );
 }

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { API_URL, CONTAINERD_SOCKET, workerContainerdSocket } from "../tests/cluster/config.ts";
+import {
+  API_URL,
+  clusterConfig,
+  CONTAINERD_SOCKET,
+  workerContainerdSocket,
+} from "../tests/cluster/config.ts";
 import { chooseTarget, type TargetFacts } from "./target.ts";
 
 const facts = (over: Partial<TargetFacts> = {}): TargetFacts => ({
@@ -25,6 +30,20 @@ Deno.test("the local cluster's worker nodes get the image in their own container
     workerContainerdSocket(1),
     workerContainerdSocket(3),
   ]);
+});
+
+Deno.test("the local east cluster gets the image in its own containerd, west's untouched", async () => {
+  const east = clusterConfig("east");
+  const present = [CONTAINERD_SOCKET, workerContainerdSocket(1), east.containerdSocket];
+  const t = await chooseTarget({}, facts({ server: east.apiUrl, exists: (p) => present.includes(p) }));
+  assert.equal(t.kind, "containerd");
+  assert.equal(t.kind === "containerd" && t.socket, "/run/weft-cluster-east/containerd.sock");
+  assert.deepEqual(t.kind === "containerd" && t.alsoSockets, []);
+  // East's API URL without its runtime on this machine is no local cluster.
+  await assert.rejects(
+    chooseTarget({}, facts({ server: east.apiUrl, exists: (p) => p === CONTAINERD_SOCKET })),
+    /cannot tell how to get the image/,
+  );
 });
 
 Deno.test("kind: from the kubeconfig's cluster name or --kind, and a clear error without Docker", async () => {

@@ -14,6 +14,8 @@ import {
   API_URL,
   BIN_CACHE,
   BRIDGE,
+  CGROUP_ROOT,
+  CLUSTER,
   CNI_IPAM_DIR,
   CONTAINERD_SOCKET,
   ETCD_CLIENT_PORT,
@@ -21,14 +23,18 @@ import {
   IMAGE_CACHE,
   KUBELET_DIR,
   LOG_DIR,
+  NETNS,
   NODE_NAME,
+  PEER,
   RUN_DIR,
   STATE_DIR,
   WORKER_LINK_PREFIX,
   WORKER_PREFIX,
+  WORKERS_SUPPORTED,
 } from "./config.ts";
 import { exec, exists, must, sleep, waitFor } from "./exec.ts";
 import {
+  ensureFirstJump,
   ensureFirstJumpAfterKubeProxy,
   ensurePackages,
   prepareHost,
@@ -52,6 +58,7 @@ import {
 } from "./processes.ts";
 import { ensureWorker, listWorkers, removeWorker, workerLayout } from "./worker.ts";
 import { ADDONS_YAML } from "./addons.ts";
+import { inClusterNetns, prepareNamespaceHost, teardownNamespaceNetwork } from "./east_network.ts";
 import { buildImages, importImages } from "../../images/build.ts";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -125,7 +132,21 @@ async function apiReady(): Promise<boolean> {
   return r.code === 0 && r.stdout.trim() === "ok";
 }
 
+/**
+ * A TCP connect (and for `path` an HTTP GET answered 200) to the cluster's own loopback: east's is inside its
+ * namespace, reached with bash's /dev/tcp there (no client the host may lack).
+ */
+async function probeInNetns(port: number, path?: string): Promise<boolean> {
+  const script = path === undefined
+    ? `exec 3<>/dev/tcp/127.0.0.1/${port}`
+    : `exec 3<>/dev/tcp/127.0.0.1/${port}; printf 'GET ${path} HTTP/1.0\\r\\n\\r\\n' >&3; head -n1 <&3`;
+  const [cmd, ...args] = inClusterNetns(["timeout", "3", "bash", "-c", script]);
+  const r = await exec(cmd, args);
+  return r.code === 0 && (path === undefined || / 200 /.test(r.stdout));
+}
+
 async function tcpOpen(port: number): Promise<boolean> {
+  if (NETNS) return await probeInNetns(port);
   try {
     const c = await Deno.connect({ hostname: "127.0.0.1", port });
     c.close();
@@ -136,6 +157,10 @@ async function tcpOpen(port: number): Promise<boolean> {
 }
 
 async function httpOk(url: string): Promise<boolean> {
+  if (NETNS) {
+    const u = new URL(url);
+    return await probeInNetns(Number(u.port), u.pathname);
+  }
   try {
     const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
     await r.body?.cancel();
@@ -266,13 +291,18 @@ export async function up(log: Log, opts: UpOptions = {}): Promise<UpResult> {
     log,
   });
 
-  await prepareHost(log);
+  if (NETNS && opts.nodes !== undefined && opts.nodes !== 1) {
+    throw new Error(`--nodes: the ${CLUSTER.name} cluster has one node (worker nodes are west's)`);
+  }
+  // east: the netns directory first, since `up` itself adds the cluster's namespace there.
+  if (!NETNS) await prepareHost(log);
   // Before containerd makes its first pod namespace there; see netns_dir.ts and the README.
   const netns = await prepareNetnsDir();
   if (netns.refused) log(`host: WARNING ${netns.refused}`);
   else if (netns.changed) {
     log(`host: ${NETNS_DIR} bind-mounted over itself and made shared (as \`ip netns\` does)`);
   }
+  if (NETNS) await prepareNamespaceHost(log);
   await ensurePki(log);
   await writeConfigs();
 
@@ -280,7 +310,8 @@ export async function up(log: Log, opts: UpOptions = {}): Promise<UpResult> {
   // Before the first pod: the sandbox image must be there, or the CRI would try to pull it.
   await importImages(images, CONTAINERD_SOCKET, log);
   await startComponents(bins, log);
-  await ensureFirstJumpAfterKubeProxy();
+  // east's kube-proxy writes its jumps in its own namespace, not in front of the host's isolation chain.
+  await (NETNS ? ensureFirstJump() : ensureFirstJumpAfterKubeProxy());
   await waitNodeReady(log);
   await applyAddons(log);
   await ensureWorkers(opts.nodes, { bins, images, log });
@@ -336,14 +367,16 @@ export async function down(log: Log) {
   }
   // Shims (and so containers) whose containerd is gone: the runtime can no longer stop them for us.
   for (const pid of await pidsMatching(`-address ${CONTAINERD_SOCKET}`)) await killPid(pid, 2000);
-  await killCgroup("kubepods");
-  // kube-proxy knows its own rules (KUBE-* chains in filter and nat) and removes them.
+  // east's pods are under its own cgroup root (west's under the root's kubepods, its workers' under theirs).
+  await killCgroup(CGROUP_ROOT ? CGROUP_ROOT.slice(1) : "kubepods");
+  // kube-proxy knows its own rules (KUBE-* chains in filter and nat) and removes them; east's go with its
+  // namespace.
   const kp = join(bins.k8s, "kube-proxy");
-  if (await exists(kp)) await exec(kp, ["--cleanup", "--v=0"]);
+  if (!NETNS && await exists(kp)) await exec(kp, ["--cleanup", "--v=0"]);
   const unmounted = await unmountBelow([KUBELET_DIR, RUN_DIR, STATE_DIR]);
   if (unmounted.length) log(`mounts: unmounted ${unmounted.length}`);
   await removeNetnsOfPods();
-  await teardownNetwork();
+  await (NETNS ? teardownNamespaceNetwork() : teardownNetwork());
   for (const d of [ETCD_DIR, KUBELET_DIR, RUN_DIR, CNI_IPAM_DIR, join(STATE_DIR, "kubelet-plugins")]) {
     await Deno.remove(d, { recursive: true }).catch(() => {});
   }
@@ -352,37 +385,69 @@ export async function down(log: Log) {
   log("down: cluster stopped; no process, mount, netns, link or iptables rule left (images and PKI kept)");
 }
 
-/** What `down` should have removed but is still there. */
+/** What `down` should have removed but is still there (of this cluster; the other one may be running). */
 export async function leftovers(bins: Binaries): Promise<string[]> {
   const left: string[] = [];
+  // Both clusters run the same binaries: ours name our state directory in their arguments.
+  const ours = async (pid: number) =>
+    (await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "")).replaceAll("\0", " ").includes(
+      `${STATE_DIR}/`,
+    );
   for (const spec of processSpecs(bins)) {
-    for (const pid of await pidsMatching(`${spec.binary} `, true)) left.push(`process ${pid} (${spec.name})`);
+    for (const pid of await pidsMatching(`${spec.binary} `, true)) {
+      if (await ours(pid)) left.push(`process ${pid} (${spec.name})`);
+    }
   }
   for (const pid of await pidsMatching(`-address ${CONTAINERD_SOCKET}`)) left.push(`process ${pid} (shim)`);
   const mountinfo = await Deno.readTextFile("/proc/self/mountinfo");
   for (const l of mountinfo.split("\n")) {
     const p = l.split(" ")[4];
-    if (p && [STATE_DIR, RUN_DIR].some((d) => p.startsWith(d))) left.push(`mount ${p}`);
+    if (p && [STATE_DIR, RUN_DIR].some((d) => p === d || p.startsWith(d + "/"))) left.push(`mount ${p}`);
   }
   try {
     for await (const e of Deno.readDir("/run/netns")) {
-      if (e.name.startsWith("cni-") || e.name.startsWith(WORKER_PREFIX)) left.push(`netns ${e.name}`);
+      if (e.name.startsWith("cni-") && (await podNetnsCluster(e.name)) === CLUSTER.name) {
+        left.push(`netns ${e.name}`);
+      }
+      if (WORKERS_SUPPORTED && e.name.startsWith(WORKER_PREFIX)) left.push(`netns ${e.name}`);
+      if (e.name === NETNS) left.push(`netns ${e.name}`);
     }
   } catch { /* none */ }
-  for (const dev of [BRIDGE, API_DEVICE]) {
+  for (const dev of NETNS ? [CLUSTER.hostLink!] : [BRIDGE, API_DEVICE]) {
     if ((await exec("ip", ["link", "show", dev])).code === 0) left.push(`link ${dev}`);
   }
-  const links = (await exec("ip", ["-o", "link", "show"])).stdout;
-  for (const m of links.matchAll(new RegExp(`^\\d+: (${WORKER_LINK_PREFIX}\\d+)[@:]`, "gm"))) {
-    left.push(`link ${m[1]}`);
+  if (WORKERS_SUPPORTED) {
+    const links = (await exec("ip", ["-o", "link", "show"])).stdout;
+    for (const m of links.matchAll(new RegExp(`^\\d+: (${WORKER_LINK_PREFIX}\\d+)[@:]`, "gm"))) {
+      left.push(`link ${m[1]}`);
+    }
   }
+  // west owns the host's KUBE-* chains and its isolation chain; east only its own chain there.
+  const mine = NETNS
+    ? (r: string) => r.includes(CLUSTER.isolationChain)
+    : (r: string) => /KUBE-|WEFT-|weft-cluster/.test(r) && !r.includes(PEER.isolationChain);
   for (const cmd of ["iptables", "ip6tables"]) {
     for (const table of ["filter", "nat", "mangle"]) {
       const rules = (await exec(cmd, ["-w", "-t", table, "-S"])).stdout.split("\n");
-      for (const r of rules) if (/KUBE-|WEFT-|weft-cluster/.test(r)) left.push(`${cmd} -t ${table} ${r}`);
+      for (const r of rules) if (mine(r)) left.push(`${cmd} -t ${table} ${r}`);
     }
   }
   return left;
+}
+
+/**
+ * Which cluster a pod's network namespace (`cni-*`, shared /run/netns) belongs to: east's pods run under its
+ * cgroup root; an empty namespace is counted as this cluster's (down removes empty ones).
+ */
+async function podNetnsCluster(name: string): Promise<string> {
+  const pids = (await exec("ip", ["netns", "pids", name])).stdout.trim().split("\n").filter(Boolean);
+  if (pids.length === 0) return CLUSTER.name;
+  const eastRoot = (CLUSTER.cgroupRoot ?? PEER.cgroupRoot)!;
+  for (const pid of pids) {
+    const cg = await Deno.readTextFile(`/proc/${pid}/cgroup`).catch(() => "");
+    if (cg.includes(`:${eastRoot}/`)) return "east";
+  }
+  return "west";
 }
 
 /** Network namespaces containerd created for our pods and left behind (e.g. after a crash). */

@@ -8,6 +8,7 @@ import {
   API_DEVICE,
   API_URL,
   BRIDGE,
+  clusterConfig,
   ISOLATION_CHAIN,
   NODE_IP,
   NODE_POD_CIDR,
@@ -401,19 +402,28 @@ Deno.test("pod and service traffic is kept on this machine (rules and routes)", 
     const forward = await ipt(["-S", "FORWARD"]);
     assert.match(forward[1], new RegExp(`-j ${ISOLATION_CHAIN}$`), forward.join("\n"));
   });
-  await t.step("pod traffic may only reach pod and service ranges; the rest is dropped", async () => {
-    const rules = (await ipt(["-S", ISOLATION_CHAIN])).slice(1).map((r) =>
-      r.replace(/ -m comment --comment "[^"]*"/, "")
-    );
-    assert.deepEqual(rules, [
-      `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${POD_CIDR} -j RETURN`,
-      `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${SERVICE_CIDR} -j RETURN`,
-      `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -j DROP`,
-      `-A ${ISOLATION_CHAIN} -d ${POD_CIDR} -j DROP`,
-      `-A ${ISOLATION_CHAIN} -i ${WORKER_LINK_PREFIX}+ -j DROP`,
-      `-A ${ISOLATION_CHAIN} -o ${WORKER_LINK_PREFIX}+ -j DROP`,
-    ]);
-  });
+  await t.step(
+    "pod traffic may only reach pod and service ranges (and east's); the rest is dropped",
+    async () => {
+      const rules = (await ipt(["-S", ISOLATION_CHAIN])).slice(1).map((r) =>
+        r.replace(/ -m comment --comment "[^"]*"/, "")
+      );
+      const east = clusterConfig("east");
+      assert.deepEqual(rules, [
+        `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${POD_CIDR} -j RETURN`,
+        `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${SERVICE_CIDR} -j RETURN`,
+        // The east cluster (`cluster:up --name=east`): its pods and node address, over its link only.
+        `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${east.podCidr} -o ${east.hostLink} -j RETURN`,
+        `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -d ${east.nodeIp}/32 -o ${east.hostLink} -j RETURN`,
+        `-A ${ISOLATION_CHAIN} -s ${east.podCidr} -d ${POD_CIDR} -i ${east.hostLink} -j RETURN`,
+        `-A ${ISOLATION_CHAIN} -s ${east.nodeIp}/32 -d ${POD_CIDR} -i ${east.hostLink} -j RETURN`,
+        `-A ${ISOLATION_CHAIN} -s ${POD_CIDR} -j DROP`,
+        `-A ${ISOLATION_CHAIN} -d ${POD_CIDR} -j DROP`,
+        `-A ${ISOLATION_CHAIN} -i ${WORKER_LINK_PREFIX}+ -j DROP`,
+        `-A ${ISOLATION_CHAIN} -o ${WORKER_LINK_PREFIX}+ -j DROP`,
+      ]);
+    },
+  );
   await t.step("nothing masquerades pod traffic", async () => {
     const nat = await ipt(["-t", "nat", "-S"]);
     const masq = nat.filter((r) => r.includes("-j MASQUERADE"));

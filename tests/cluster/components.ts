@@ -1,10 +1,12 @@
 // The cluster's components: their config files and command lines. Flags follow what kubeadm/local-up-cluster
-// use, narrowed to one node on this machine: every listener is on loopback or on the dummy NODE_IP.
+// use, narrowed to one node on this machine: every listener is on loopback or on the dummy NODE_IP (east: on
+// the loopback and veth address of its own network namespace).
 
 import { join } from "node:path";
 import {
   API_PORT,
   BRIDGE,
+  CGROUP_ROOT,
   CLUSTER_DOMAIN,
   CNI_BIN_DIR,
   CNI_CONF_DIR,
@@ -18,6 +20,7 @@ import {
   ETCD_DIR,
   ETCD_PEER_PORT,
   KUBELET_DIR,
+  NETNS,
   NODE_IP,
   NODE_NAME,
   NODE_POD_CIDR,
@@ -72,6 +75,9 @@ export const mainNode: NodeLayout = {
   ip: NODE_IP,
   podCidr: NODE_POD_CIDR,
   procPrefix: "",
+  // east: the whole cluster runs in its namespace, its pods under their own cgroup root (east_network.ts).
+  netns: NETNS,
+  cgroupRoot: CGROUP_ROOT,
   stateDir: STATE_DIR,
   containerdRoot: CONTAINERD_ROOT,
   containerdState: CONTAINERD_STATE,
@@ -259,6 +265,7 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
         "--unsafe-no-fsync",
         "--log-level=warn",
       ],
+      netns: NETNS,
     },
     {
       name: "kube-apiserver",
@@ -290,6 +297,7 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
         "--profiling=false",
         "--v=1",
       ],
+      netns: NETNS,
     },
     {
       name: "kube-controller-manager",
@@ -312,6 +320,7 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
         "--profiling=false",
         "--v=1",
       ],
+      netns: NETNS,
     },
     {
       name: "kube-scheduler",
@@ -325,6 +334,7 @@ export function processSpecs(bin: Binaries): ProcessSpec[] {
         "--profiling=false",
         "--v=1",
       ],
+      netns: NETNS,
     },
     ...nodeSpecs(mainNode, bin).slice(1),
   ];

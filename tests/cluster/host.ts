@@ -4,14 +4,14 @@
 import {
   API_DEVICE,
   BRIDGE,
-  CNI_NETWORK,
+  CLUSTER,
+  type ClusterConfig,
   DEBIAN_PACKAGES,
   HOST_STATE_FILE,
   ISOLATION_CHAIN,
   NODE_IP,
-  POD_CIDR,
+  PEER,
   RUN_DIR,
-  SERVICE_CIDR,
   STATE_DIR,
   WORKER_LINK_PREFIX,
 } from "./config.ts";
@@ -91,15 +91,25 @@ export async function prepareHost(log: (s: string) => void) {
   }
   // Isolation first: forwarding is switched on only once pod traffic has nowhere to go but the cluster.
   await installIsolation();
+  await applySysctls(() => true);
+  await ensureHostFiles();
+  await ensureApiAddress();
+  log(`host: API address ${NODE_IP} on ${API_DEVICE}; isolation chain ${ISOLATION_CHAIN} in FORWARD`);
+}
+
+/** Sets the kernel settings of SYSCTLS that `want` selects, when they differ. */
+export async function applySysctls(want: (key: string) => boolean) {
   for (const [k, v] of Object.entries(SYSCTLS)) {
-    if ((await readSysctl(k)) !== v) await writeSysctl(k, v);
+    if (want(k) && (await readSysctl(k)) !== v) await writeSysctl(k, v);
   }
+}
+
+/** Files the kubelet and containerd expect on a host. */
+export async function ensureHostFiles() {
   if (!(await exists("/dev/kmsg"))) await must("mknod", ["-m", "600", "/dev/kmsg", "c", "1", "11"]);
   if (!(await exists("/etc/machine-id"))) {
     await Deno.writeTextFile("/etc/machine-id", crypto.randomUUID().replaceAll("-", "") + "\n");
   }
-  await ensureApiAddress();
-  log(`host: API address ${NODE_IP} on ${API_DEVICE}; isolation chain ${ISOLATION_CHAIN} in FORWARD`);
 }
 
 async function ensureApiAddress() {
@@ -116,36 +126,86 @@ async function ensureApiAddress() {
 const COMMENT = ["-m", "comment", "--comment", "weft-cluster isolation"];
 
 /**
- * The FORWARD rules: pod traffic may go only to pod and service ranges, nothing forwarded may reach pods, and
- * a worker node's link forwards nothing but pod traffic.
+ * The FORWARD rules of cluster `c` (pure; `peer` is the other cluster on the machine).
+ *
+ * west: pod traffic may go only to pod and service ranges, nothing forwarded may reach pods, and a worker
+ * node's link forwards nothing but pod traffic. Between west pods and east (east's pods, and its node address
+ * for its API server and NodePorts) traffic may pass, but only over east's link: with east down its ranges have
+ * no route here, so they would leave by the default route and are dropped.
+ *
+ * east: its namespace's only way out is its link; what crosses it may be only east pods (or its node address)
+ * to and from west pods, over west's bridge or worker links. Everything else from or to the link is dropped,
+ * so neither east's pods nor its processes reach anything off the machine, whatever west is doing.
  */
-export function isolationRules(): string[][] {
-  return [
-    ["-s", POD_CIDR, "-d", POD_CIDR, "-j", "RETURN"],
-    ["-s", POD_CIDR, "-d", SERVICE_CIDR, "-j", "RETURN"],
-    ["-s", POD_CIDR, "-j", "DROP"],
-    ["-d", POD_CIDR, "-j", "DROP"],
-    // A worker node's link carries its pods' traffic (allowed above) and nothing else forwarded.
-    ["-i", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
-    ["-o", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
-  ];
+export function isolationRules(c: ClusterConfig = CLUSTER, peer: ClusterConfig = PEER): string[][] {
+  if (c.netns === undefined) {
+    const pods = c.podCidr;
+    const rules = [
+      ["-s", pods, "-d", pods, "-j", "RETURN"],
+      ["-s", pods, "-d", c.serviceCidr, "-j", "RETURN"],
+    ];
+    if (peer.hostLink) {
+      const node = `${peer.nodeIp}/32`;
+      rules.push(
+        ["-s", pods, "-d", peer.podCidr, "-o", peer.hostLink, "-j", "RETURN"],
+        ["-s", pods, "-d", node, "-o", peer.hostLink, "-j", "RETURN"],
+        ["-s", peer.podCidr, "-d", pods, "-i", peer.hostLink, "-j", "RETURN"],
+        ["-s", node, "-d", pods, "-i", peer.hostLink, "-j", "RETURN"],
+      );
+    }
+    rules.push(
+      ["-s", pods, "-j", "DROP"],
+      ["-d", pods, "-j", "DROP"],
+      // A worker node's link carries its pods' traffic (allowed above) and nothing else forwarded.
+      ["-i", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
+      ["-o", `${WORKER_LINK_PREFIX}+`, "-j", "DROP"],
+    );
+    return rules;
+  }
+  const link = c.hostLink!;
+  const node = `${c.nodeIp}/32`;
+  const westLinks = [BRIDGE, `${WORKER_LINK_PREFIX}+`];
+  const rules: string[][] = [];
+  for (const src of [c.podCidr, node]) {
+    for (const w of westLinks) {
+      rules.push(["-s", src, "-d", peer.podCidr, "-i", link, "-o", w, "-j", "RETURN"]);
+      rules.push(["-s", peer.podCidr, "-d", src, "-i", w, "-o", link, "-j", "RETURN"]);
+    }
+  }
+  rules.push(
+    ["-i", link, "-j", "DROP"],
+    ["-o", link, "-j", "DROP"],
+    ["-s", c.podCidr, "-j", "DROP"],
+    ["-d", c.podCidr, "-j", "DROP"],
+  );
+  return rules;
 }
 
-/** Installs (or re-asserts) the isolation chain and keeps its jump the first rule of FORWARD. */
-export async function installIsolation() {
+/** Installs (or re-asserts) an isolation chain and keeps its jump ahead of every other FORWARD rule. */
+export async function installIsolation(
+  chain = ISOLATION_CHAIN,
+  rules = isolationRules(),
+  v6Bridge: string | undefined = BRIDGE,
+) {
   // One iptables-restore transaction replaces the chain's rules atomically: there is never a moment in which
   // the chain is empty while FORWARD jumps to it.
   const quote = (a: string) => (a.includes(" ") ? `"${a}"` : a);
-  const lines = ["*filter", `:${ISOLATION_CHAIN} - [0:0]`];
-  for (const r of isolationRules()) {
-    lines.push(["-A", ISOLATION_CHAIN, ...r, ...COMMENT].map(quote).join(" "));
+  const lines = ["*filter", `:${chain} - [0:0]`];
+  for (const r of rules) {
+    lines.push(["-A", chain, ...r, ...COMMENT].map(quote).join(" "));
   }
   lines.push("COMMIT", "");
   await must("iptables-restore", ["-w", "--noflush"], { stdin: lines.join("\n") });
-  await ensureFirstJump();
+  await ensureFirstJump(chain);
+  if (v6Bridge === undefined) return;
   // Pods have no IPv6 addresses, but a bridge port could still carry forwarded IPv6: drop it.
-  const v6 = ["FORWARD", "-i", BRIDGE, "-j", "DROP", ...COMMENT];
+  const v6 = ["FORWARD", "-i", v6Bridge, "-j", "DROP", ...COMMENT];
   if ((await exec("ip6tables", ["-w", "-C", ...v6])).code !== 0) await must("ip6tables", ["-w", "-I", ...v6]);
+}
+
+/** Whether an isolation chain exists in the host's filter table. */
+export async function chainExists(chain: string): Promise<boolean> {
+  return (await exec("iptables", ["-w", "-S", chain])).code === 0;
 }
 
 /** The chains kube-proxy (iptables mode) jumps to from FORWARD; it inserts each one at the top when missing. */
@@ -171,27 +231,37 @@ export async function ensureFirstJumpAfterKubeProxy(timeoutMs = 60_000) {
   await ensureFirstJump();
 }
 
-/** kube-proxy prepends its own FORWARD jumps; put ours back in front so it is evaluated first. */
-export async function ensureFirstJump() {
-  const jump = ["-j", ISOLATION_CHAIN, ...COMMENT];
+/**
+ * kube-proxy prepends its own FORWARD jumps; put ours back in front so it is evaluated first. West's chain is
+ * rule 1; east's (when it runs) comes right after the leading weft isolation jumps, so it too precedes
+ * KUBE-FORWARD's accept of established traffic.
+ */
+export async function ensureFirstJump(chain = ISOLATION_CHAIN) {
+  const jump = ["-j", chain, ...COMMENT];
+  const isOurs = (r: string) => r.includes(`-j ${chain} `) || r.endsWith(`-j ${chain}`);
   let rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
-  if (rules[1]?.includes(`-j ${ISOLATION_CHAIN}`)) return;
-  // Insert the new jump before removing old ones, so the chain is never bypassed in between.
-  await must("iptables", ["-w", "-I", "FORWARD", "1", ...jump]);
-  rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
   // Line 0 is the policy, so a rule's line index is its rule number.
-  const later = rules.map((r, i) => (i > 1 && r.includes(`-j ${ISOLATION_CHAIN}`) ? i : 0)).filter((i) =>
-    i > 0
-  );
+  let at = 1;
+  if (chain !== clusterChain("west")) {
+    while (rules[at] !== undefined && !isOurs(rules[at]) && /-j WEFT-\S*ISOLATION\b/.test(rules[at])) at++;
+  }
+  if (rules[at] !== undefined && isOurs(rules[at])) return;
+  // Insert the new jump before removing old ones, so the chain is never bypassed in between.
+  await must("iptables", ["-w", "-I", "FORWARD", String(at), ...jump]);
+  rules = (await must("iptables", ["-w", "-S", "FORWARD"])).split("\n");
+  const later = rules.map((r, i) => (i > at && isOurs(r) ? i : 0)).filter((i) => i > 0);
   for (const n of later.reverse()) await must("iptables", ["-w", "-D", "FORWARD", String(n)]);
 }
 
-export async function removeIsolation() {
-  const jump = ["FORWARD", "-j", ISOLATION_CHAIN, ...COMMENT];
+const clusterChain = (name: "west" | "east") => (name === CLUSTER.name ? CLUSTER : PEER).isolationChain;
+
+export async function removeIsolation(chain = ISOLATION_CHAIN, v6Bridge: string | undefined = BRIDGE) {
+  const jump = ["FORWARD", "-j", chain, ...COMMENT];
   while ((await exec("iptables", ["-w", "-D", ...jump])).code === 0) { /* all copies */ }
-  await exec("iptables", ["-w", "-F", ISOLATION_CHAIN]);
-  await exec("iptables", ["-w", "-X", ISOLATION_CHAIN]);
-  const v6 = ["FORWARD", "-i", BRIDGE, "-j", "DROP", ...COMMENT];
+  await exec("iptables", ["-w", "-F", chain]);
+  await exec("iptables", ["-w", "-X", chain]);
+  if (v6Bridge === undefined) return;
+  const v6 = ["FORWARD", "-i", v6Bridge, "-j", "DROP", ...COMMENT];
   while ((await exec("ip6tables", ["-w", "-D", ...v6])).code === 0) { /* all copies */ }
 }
 
@@ -214,13 +284,11 @@ export async function teardownNetwork() {
   for (const dev of [BRIDGE, API_DEVICE]) {
     if ((await exec("ip", ["link", "show", dev])).code === 0) await exec("ip", ["link", "del", dev]);
   }
-  // libcni caches each attachment's result; those of our network name are ours.
-  try {
-    for await (const e of Deno.readDir("/var/lib/cni/results")) {
-      if (e.name.startsWith(`${CNI_NETWORK}-`)) await Deno.remove(`/var/lib/cni/results/${e.name}`);
-    }
-  } catch { /* none */ }
+  await removeCniResults();
   for (const cmd of ["iptables", "ip6tables"] as const) await removeKubeChains(cmd);
+  // The east cluster shares the kernel settings and libcni's cache directory: while it runs, keep both (and
+  // the saved values, for the next `down`).
+  if (await exists(PEER.runDir)) return;
   try {
     const saved = JSON.parse(await Deno.readTextFile(HOST_STATE_FILE)) as HostState;
     for (const [k, v] of Object.entries(saved.sysctls)) await writeSysctl(k, v).catch(() => {});
@@ -231,6 +299,22 @@ export async function teardownNetwork() {
     }
     await Deno.remove(HOST_STATE_FILE);
   } catch { /* nothing saved */ }
+}
+
+/**
+ * libcni caches each attachment's result as `<network>-<container>-<if>`; those of this cluster's network name
+ * are ours (the longest matching network name decides: east's "weft-east-…" also starts with west's "weft-").
+ */
+export async function removeCniResults() {
+  const owner = (f: string) =>
+    [CLUSTER, PEER].filter((c) => f.startsWith(`${c.cniNetwork}-`)).sort((a, b) =>
+      b.cniNetwork.length - a.cniNetwork.length
+    )[0];
+  try {
+    for await (const e of Deno.readDir("/var/lib/cni/results")) {
+      if (owner(e.name) === CLUSTER) await Deno.remove(`/var/lib/cni/results/${e.name}`);
+    }
+  } catch { /* none */ }
 }
 
 /**

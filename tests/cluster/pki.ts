@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import {
   API_URL,
+  CLUSTER,
   CLUSTER_DOMAIN,
   KUBERNETES_SERVICE_IP,
   NODE_IP,
@@ -121,7 +122,7 @@ async function writeKubeconfig(name: string, user: string) {
   const text = `apiVersion: v1
 kind: Config
 clusters:
-- name: weft
+- name: ${CLUSTER.kubeconfigCluster}
   cluster:
     server: ${API_URL}
     certificate-authority-data: ${b64(ca)}
@@ -131,11 +132,11 @@ users:
     client-certificate-data: ${b64(crt)}
     client-key-data: ${b64(key)}
 contexts:
-- name: weft
+- name: ${CLUSTER.kubeconfigCluster}
   context:
-    cluster: weft
+    cluster: ${CLUSTER.kubeconfigCluster}
     user: ${user}
-current-context: weft
+current-context: ${CLUSTER.kubeconfigCluster}
 `;
   await Deno.writeTextFile(kubeconfigPath(name), text, { mode: 0o600 });
 }
@@ -154,7 +155,7 @@ export async function ensurePki(log: (s: string) => void): Promise<boolean> {
       "-key",
       pki.caKey,
       "-subj",
-      "/CN=weft-cluster-ca",
+      `/CN=${CLUSTER.caName}`,
       "-days",
       "3650",
       "-sha256",

@@ -16,6 +16,7 @@ import {
   WORKER_PREFIX,
   workerContainerdSocket,
   WORKERS_DIR,
+  WORKERS_SUPPORTED,
 } from "./config.ts";
 import { type Binaries, type NodeLayout, nodeSpecs, writeNodeConfigs } from "./components.ts";
 import { exec, exists, must, waitFor } from "./exec.ts";
@@ -75,6 +76,8 @@ export function workerLayout(i: number): WorkerLayout {
 
 /** Indexes of the workers that exist on this machine (state directory or network namespace). */
 export async function listWorkers(): Promise<number[]> {
+  // East has no workers, and the `weft-worker-*` namespaces in /run/netns are west's.
+  if (!WORKERS_SUPPORTED) return [];
   const found = new Set<number>();
   for (const dir of [WORKERS_DIR, "/run/netns"]) {
     try {
@@ -93,20 +96,23 @@ export function nodeSocket(nodeName: string, mainSocket: string): string {
   return m ? workerLayout(Number(m[1])).containerdSocket : mainSocket;
 }
 
+/** What `ensureWorkerNetwork` needs of a node: also used for the east cluster's namespace (east_network.ts). */
+export type NodeNetwork = Pick<WorkerLayout, "netns" | "link" | "hostIp" | "ip" | "podCidr">;
+
 const inNetns = (
-  w: WorkerLayout,
+  w: Pick<NodeNetwork, "netns">,
   args: string[],
 ) => ["nsenter", `--net=/run/netns/${w.netns}`, "--", ...args];
 
-async function netnsSysctl(w: WorkerLayout, key: string, value: string) {
+async function netnsSysctl(w: Pick<NodeNetwork, "netns">, key: string, value: string) {
   // /proc/sys/net is the namespace of the process that opens it: write it from inside.
   const path = `/proc/sys/${key.replaceAll(".", "/")}`;
   const [cmd, ...args] = inNetns(w, ["sh", "-c", `echo ${value} > ${path}`]);
   await must(cmd, args);
 }
 
-/** The node's namespace, its veth pair, addresses and routes; idempotent. */
-export async function ensureWorkerNetwork(w: WorkerLayout) {
+/** The node's namespace, its veth pair, addresses and routes (`podCidr` routed to it); idempotent. */
+export async function ensureWorkerNetwork(w: NodeNetwork) {
   if (!(await exists(`/run/netns/${w.netns}`))) await must("ip", ["netns", "add", w.netns!]);
   if ((await exec("ip", ["link", "show", w.link])).code !== 0) {
     await must("ip", ["link", "add", w.link, "type", "veth", "peer", "name", "eth0", "netns", w.netns!]);
@@ -134,7 +140,7 @@ export async function ensureWorkerNetwork(w: WorkerLayout) {
 }
 
 /** The node's cgroup root in every v1 hierarchy; kubelet refuses a cgroupRoot that does not exist. */
-async function ensureCgroupRoot(w: WorkerLayout) {
+export async function ensureCgroupRoot(w: Pick<WorkerLayout, "cgroupRoot">) {
   for await (const e of Deno.readDir("/sys/fs/cgroup")) {
     if (e.name === "unified" || !e.isDirectory) continue;
     const dir = join("/sys/fs/cgroup", e.name, w.cgroupRoot!);
