@@ -7,6 +7,9 @@
 import { Header } from "./gen_messages/transport_header.ts";
 import { decodeMessage } from "./decode.ts";
 
+/** The decoded header, for code outside proto/ (which does not import generated code). */
+export type TransportHeader = Header;
+
 export const TRANSPORT_HEADER_ALPN = "transport.l5d.io/v1";
 export const TRANSPORT_HEADER_PREFACE: Uint8Array = new TextEncoder().encode("transport.l5d.io/v1\r\n\r\n");
 

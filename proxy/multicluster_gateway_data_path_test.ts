@@ -12,7 +12,6 @@
  */
 import assert from "node:assert/strict";
 import { WeftProxyEnv } from "../proto/env.ts";
-import type { DestinationProfile, WeightedAddr } from "../proto/gen_messages/destination.ts";
 import { Ports } from "../proto/ports.ts";
 import {
   balancerBackend,
@@ -22,7 +21,7 @@ import {
   meshedEndpoint,
   meshedHttpEndpoint,
 } from "./testing/control_plane.ts";
-import { HostileWorld, identityOf } from "./testing/hostile_world.ts";
+import { HostileWorld, identityOf, opaqueProfile } from "./testing/hostile_world.ts";
 import { detectServer, onlyIdentity, opaqueServer, resource } from "./testing/inbound_servers.ts";
 import { workloadOf } from "./testing/mesh_fixture.ts";
 import { metric } from "./testing/poll.ts";
@@ -44,24 +43,11 @@ const LOOP_NAME = `loop.default.${DOMAIN}`;
 const RETRY_NAME = `retry.default.${DOMAIN}`;
 
 /** What the destination controller answers for a gateway-mode mirror's endpoints. */
-function gatewayEndpoint(gwIp: string, authority: string): WeightedAddr {
+function gatewayEndpoint(gwIp: string, authority: string): ReturnType<typeof meshedEndpoint> {
   return {
     ...meshedHttpEndpoint(gwIp, Ports.proxyInbound, identityOf("gw"), false),
     protocolHint: { protocol: undefined, opaqueTransport: { inboundPort: Ports.proxyInbound } },
     authorityOverride: { authorityOverride: authority },
-  };
-}
-
-function opaqueProfile(): DestinationProfile {
-  return {
-    routes: [],
-    retryBudget: undefined,
-    dstOverrides: [],
-    opaqueProtocol: true,
-    fullyQualifiedName: "",
-    endpoint: undefined,
-    parentRef: undefined,
-    profileRef: undefined,
   };
 }
 

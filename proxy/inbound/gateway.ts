@@ -14,14 +14,16 @@
  * Unmeshed endpoints are refused: the caller's identity could not travel end to end.
  */
 import type * as net from "node:net";
-import type { Header } from "../../proto/gen_messages/transport_header.ts";
-import { encodeTransportHeader, TRANSPORT_HEADER_ALPN } from "../../proto/transport_header_frame.ts";
+import {
+  encodeTransportHeader,
+  TRANSPORT_HEADER_ALPN,
+  type TransportHeader as Header,
+} from "../../proto/transport_header_frame.ts";
 import type { Endpoint } from "../core/endpoint.ts";
 import type { Log } from "../core/log.ts";
 import { addrKey, type Discovery, type InboundPortPolicy } from "../discovery/clients.ts";
 import type { GatewayError, GatewayMetrics } from "../metrics/gateway_metrics.ts";
 import type { TcpMetrics } from "../metrics/tcp_metrics.ts";
-import type { EndpointReachability } from "../outbound/reachability.ts";
 import type { ConnTracker } from "../transport/conn_tracker.ts";
 import { forward } from "../transport/forward.ts";
 import type { MeshTls } from "../transport/tls.ts";
@@ -29,6 +31,16 @@ import { authorize } from "./authorize.ts";
 
 /** How many endpoints a connection tries before it fails (the outbound HTTP retry bound). */
 const MAX_ATTEMPTS = 3;
+
+/**
+ * The outbound side's endpoint reachability registry (outbound/reachability.ts), as far as the
+ * gateway uses it: failed endpoints are tried last and probed until they answer again.
+ */
+export interface Reachability {
+  isDown(key: string): boolean;
+  failed(key: string, ip: string, port: number): void;
+  succeeded(key: string): void;
+}
 
 export interface GatewayOptions {
   /** `svc.<cluster domain>` suffixes (no final dot) that names must end with. */
@@ -48,7 +60,7 @@ export interface GatewayOptions {
   tcp: TcpMetrics;
   tracker: ConnTracker;
   log: Log;
-  reachability?: EndpointReachability;
+  reachability?: Reachability;
   random?: () => number;
 }
 

@@ -36,7 +36,8 @@ export interface WorldSpec {
 export type ClientResult = { ok: boolean; data: string; error?: string };
 export type FetchResult = { status: number; body: string };
 
-function opaqueProfile(): DestinationProfile {
+/** A profile with `opaque_protocol` (Linkerd's opaque-ports annotation, as clients see it). */
+export function opaqueProfile(): DestinationProfile {
   return {
     routes: [],
     retryBudget: undefined,
