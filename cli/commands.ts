@@ -14,6 +14,7 @@ import { diagnosticsCommand } from "./diagnostics/command.ts";
 import { dashboardCommand } from "./dashboard.ts";
 import { uninjectCommand } from "./uninject.ts";
 import { restartProxiesCommand } from "./restart_proxies.ts";
+import { multiclusterCommand } from "./multicluster.ts";
 
 export const COMMANDS: readonly Command[] = [
   ...lifecycleCommands,
@@ -26,5 +27,6 @@ export const COMMANDS: readonly Command[] = [
   diagnosticsCommand,
   uninjectCommand,
   restartProxiesCommand,
+  multiclusterCommand,
   dashboardCommand,
 ];

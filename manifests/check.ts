@@ -20,6 +20,8 @@
  *                  trusts and the issuer of its leaf, a warning when behind the trust-roots ConfigMap
  *   metrics store  (when deploy recorded one) the embedded Prometheus rolled out, every target it scrapes
  *                  up; or the external store's URL, or none
+ *   multicluster   (when the cluster has Links) per link: the target's API with the stored credentials, their
+ *                  authorization, shared trust anchors, the service mirror, the gateway, mirrored services
  */
 import { CONTROL_PLANE_DIR } from "./deploy.ts";
 import type { Kube } from "./kube.ts";
@@ -39,6 +41,7 @@ import { checkRotation } from "./check/rotation.ts";
 import { checkMetricsStore } from "./check/metrics_store.ts";
 import { checkInjector, checkPolicyValidator, checkServiceProfileValidator } from "./check/webhooks.ts";
 import { checkVersionSkew } from "./check/version_skew.ts";
+import { checkMulticluster } from "./check/multicluster.ts";
 
 export interface CheckOptions {
   kube: Kube;
@@ -113,6 +116,11 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
     if (m) add(m);
   } catch (e) {
     add({ group: "metrics store", name: "store", outcome: "fail", detail: (e as Error).message });
+  }
+  try {
+    for (const r of await checkMulticluster(ctx)) add(r);
+  } catch (e) {
+    add({ group: "multicluster", name: "links", outcome: "fail", detail: (e as Error).message });
   }
   return results;
 }

@@ -51,6 +51,8 @@ const KINDS: Record<string, KindInfo> = {
   "policy.linkerd.io/v1alpha1/AuthorizationPolicy": { plural: "authorizationpolicies", namespaced: true },
   "policy.linkerd.io/v1alpha1/MeshTLSAuthentication": { plural: "meshtlsauthentications", namespaced: true },
   "policy.linkerd.io/v1alpha1/NetworkAuthentication": { plural: "networkauthentications", namespaced: true },
+  // weft multicluster (issue 23).
+  "multicluster.linkerd.io/v1alpha2/Link": { plural: "links", namespaced: true },
 };
 
 /** Apply order: what others refer to comes first (webhook configurations are applied separately, last). */
@@ -71,6 +73,7 @@ export const APPLY_ORDER = [
   "MeshTLSAuthentication",
   "AuthorizationPolicy",
   "Server",
+  "Link",
   "Deployment",
   "MutatingWebhookConfiguration",
   "ValidatingWebhookConfiguration",
