@@ -22,7 +22,7 @@ import {
   meshedHttpEndpoint,
 } from "./testing/control_plane.ts";
 import { HostileWorld, identityOf, opaqueProfile } from "./testing/hostile_world.ts";
-import { detectServer, onlyIdentity, opaqueServer, resource } from "./testing/inbound_servers.ts";
+import { detectServer, grpcServer, onlyIdentity, opaqueServer, resource } from "./testing/inbound_servers.ts";
 import { workloadOf } from "./testing/mesh_fixture.ts";
 import { metric } from "./testing/poll.ts";
 
@@ -41,6 +41,9 @@ const DOMAIN = "svc.cluster.local";
 const TARGET_NAME = `target.default.${DOMAIN}`;
 const LOOP_NAME = `loop.default.${DOMAIN}`;
 const RETRY_NAME = `retry.default.${DOMAIN}`;
+const DATA_PATH_APP = new URL("./testing/data_path_app.ts", import.meta.url).pathname;
+/** The target's gRPC (HTTP/2) port. */
+const GRPC = 9091;
 
 /** What the destination controller answers for a gateway-mode mirror's endpoints. */
 function gatewayEndpoint(gwIp: string, authority: string): ReturnType<typeof meshedEndpoint> {
@@ -81,12 +84,22 @@ Deno.test({
         cp.tables.endpoints.set(`${LOOP_NAME}:${port}`, [gatewayEndpoint(GW, `${TARGET_NAME}:${port}`)]);
       }
       // HTTP goes by the mirror Service's policy: a balancer over Destination.Get(<mirror>:<port>).
-      for (const [ip, mirror] of [[MIRROR, "target-east"], [LOOP_MIRROR, "loop-east"]]) {
-        const path = `${mirror}.default.${DOMAIN}:9090`;
-        cp.tables.endpoints.set(path, cp.tables.endpoints.get(`${ip}:9090`)!);
+      cp.tables.endpoints.set(`${MIRROR}:${GRPC}`, [gatewayEndpoint(GW, `${TARGET_NAME}:${GRPC}`)]);
+      for (
+        const [ip, mirror, port] of [[MIRROR, "target-east", 9090], [LOOP_MIRROR, "loop-east", 9090], [
+          MIRROR,
+          "target-east",
+          GRPC,
+        ]] as const
+      ) {
+        const path = `${mirror}.default.${DOMAIN}:${port}`;
+        cp.tables.endpoints.set(path, cp.tables.endpoints.get(`${ip}:${port}`)!);
         const route = httpRouteOf("default", [httpRule([{ backend: balancerBackend(path), weight: 1 }])]);
-        cp.tables.outbound.set(`${ip}:9090`, detectPolicy(mirror, ip, 9090, [route]));
+        cp.tables.outbound.set(`${ip}:${port}`, detectPolicy(mirror, ip, port, [route]));
       }
+      cp.tables.endpoints.set(`${TARGET_NAME}:${GRPC}`, [
+        meshedHttpEndpoint(T, GRPC, identityOf("target"), true),
+      ]);
       cp.tables.endpoints.set(`${TARGET_NAME}:9090`, [
         meshedHttpEndpoint(T, 9090, identityOf("target"), false),
       ]);
@@ -113,9 +126,20 @@ Deno.test({
       const onlyClient = [onlyIdentity(identityOf("client"), resource("MeshTLSAuthentication", "client"))];
       cp.tables.servers.set(`${workloadOf("target")}|9090`, detectServer("web", [], onlyClient));
       cp.tables.servers.set(`${workloadOf("target")}|8080`, opaqueServer("echo", onlyClient));
+      cp.tables.servers.set(`${workloadOf("target")}|${GRPC}`, grpcServer("grpc", onlyClient));
     },
   });
   const T = w.ip("target");
+  await w.mesh.startApp("target", "app-target-grpc", [DATA_PATH_APP, "grpc-server", String(GRPC)]);
+  type GrpcResult = { ok: boolean; codes: Record<string, number>; ports: Record<string, number> };
+  const grpcCall = (from: string) =>
+    w.mesh.json<GrpcResult>(
+      from,
+      `grpc-call from ${from}`,
+      DATA_PATH_APP,
+      "grpc-call",
+      JSON.stringify({ addr: `${MIRROR}:${GRPC}`, n: 3 }),
+    );
   const tcp = (from: string, target: string, text: string) => w.app(from, "client", target, text);
   /** A hand-made mesh client of `from`: mTLS to `ip`'s 4143 with a transport header. */
   const direct = (from: string, to: string, port: number, payload: string, name = "", fwd = "") =>
@@ -180,6 +204,26 @@ Deno.test({
             client_id: identityOf("client"),
             target_addr: `${T}:8080`,
           }) >= 1,
+          m,
+        );
+      },
+    );
+
+    await step(
+      "HTTP/2 (gRPC) through the gateway, authorized at the target by the original identity",
+      async () => {
+        const ok = await grpcCall("client");
+        assert.deepEqual(ok.codes, { "0": 3 }, JSON.stringify(ok));
+        // other may use the gateway, but the target's policy names client only: PERMISSION_DENIED.
+        const denied = await grpcCall("other");
+        assert.deepEqual(denied.codes, { "7": 3 }, JSON.stringify(denied));
+        const m = await w.metrics("target");
+        assert.ok(
+          metric(m, "request_total", {
+            direction: "inbound",
+            target_addr: `${T}:${GRPC}`,
+            client_id: identityOf("client"),
+          }) >= 3,
           m,
         );
       },
