@@ -108,6 +108,7 @@ export class LinkSession {
       namespaceExists: (ns) => this.namespaces.get(undefined, ns) !== undefined,
       localFederatedMember: (ns, name) => this.localFederated.get(ns, name) !== undefined,
       gatewayIps: () => gatewayIps(link.gatewayAddress),
+      gatewayAlive: () => this.prober?.alive ?? true,
       log,
     });
     const labels = { target_cluster_name: target };
@@ -136,7 +137,17 @@ export class LinkSession {
       },
     });
     this.prober = link.gatewayAddress
-      ? new GatewayProber({ link: () => link, metrics: o.metrics, gatewayIps, log, fetch: o.fetch })
+      ? new GatewayProber({
+        link: () => link,
+        metrics: o.metrics,
+        gatewayIps,
+        log,
+        fetch: o.fetch,
+        // The gateway Endpoints follow the probe: not ready while it fails, ready again when it answers.
+        onChange: () => {
+          for (const [key, mode] of this.reconciler.mirrored) if (mode === "gateway") this.queue.add(key);
+        },
+      })
       : undefined;
     this.#wire();
   }

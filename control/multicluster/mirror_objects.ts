@@ -6,7 +6,7 @@
  * Service's labels are copied except `mirror.linkerd.io/*` (they select exports and must not make
  * the mirror an export itself), its annotations except topology hints (not multicluster aware).
  */
-import { selects } from "../k8s/label_selector.ts";
+import { type LabelSelectorLike, selects } from "../k8s/label_selector.ts";
 import type { KubeObject } from "../k8s/mod.ts";
 import { Annotations, Labels, type Link } from "./link.ts";
 
@@ -30,21 +30,28 @@ export interface EndpointPort {
 }
 
 export type Endpoints = KubeObject & {
-  subsets?: { addresses?: { ip: string }[]; ports?: EndpointPort[] }[];
+  subsets?: { addresses?: { ip: string }[]; notReadyAddresses?: { ip: string }[]; ports?: EndpointPort[] }[];
 };
 
 export type MirrorMode = "gateway" | "flat";
+
+/** As Linkerd: an empty selector selects nothing here (an unset one must not export every Service). */
+function picks(selector: LabelSelectorLike, labels: Record<string, string> | undefined): boolean {
+  const empty =
+    Object.keys(selector.matchLabels ?? {}).length + (selector.matchExpressions ?? []).length === 0;
+  return !empty && selects(selector, labels);
+}
 
 /** How `remote` is exported by `link`: a mirror mode (or none) and federated membership. */
 export function classify(remote: Service, link: Link): { mode?: MirrorMode; federated: boolean } {
   const labels = remote.metadata.labels;
   // Remote discovery wins when both select: the flat mirror needs no gateway.
-  const mode: MirrorMode | undefined = selects(link.remoteDiscoverySelector, labels)
+  const mode: MirrorMode | undefined = picks(link.remoteDiscoverySelector, labels)
     ? "flat"
-    : selects(link.selector, labels)
+    : picks(link.selector, labels)
     ? "gateway"
     : undefined;
-  return { mode, federated: selects(link.federatedServiceSelector, labels) };
+  return { mode, federated: picks(link.federatedServiceSelector, labels) };
 }
 
 export function mirrorName(remoteName: string, target: string): string {
@@ -127,11 +134,16 @@ export function desiredMirrorService(remote: Service, link: Link, mode: MirrorMo
   };
 }
 
-/** Gateway mode: every remote port, by name, answered by the gateway's port on the gateway's addresses. */
+/**
+ * Gateway mode: every remote port, by name, answered by the gateway's port on the gateway's addresses.
+ * While the gateway's probe fails the addresses are not ready, as Linkerd does, so clients fail fast
+ * instead of connecting to a dead gateway.
+ */
 export function desiredMirrorEndpoints(
   remote: Service,
   link: Link,
   gatewayIps: readonly string[],
+  gatewayAlive = true,
 ): Endpoints {
   const ports = (remote.spec?.ports ?? []).map((p) => {
     const out: EndpointPort = { port: link.gatewayPort, protocol: p.protocol ?? "TCP" };
@@ -150,7 +162,9 @@ export function desiredMirrorEndpoints(
         [Annotations.remoteSvcFqName]: fqName(remote, link),
       },
     },
-    subsets: gatewayIps.length ? [{ addresses: gatewayIps.map((ip) => ({ ip })), ports }] : [],
+    subsets: gatewayIps.length
+      ? [{ [gatewayAlive ? "addresses" : "notReadyAddresses"]: gatewayIps.map((ip) => ({ ip })), ports }]
+      : [],
   };
 }
 
@@ -294,6 +308,7 @@ export function endpointsUpToDate(existing: Endpoints, desired: Endpoints): bool
   const subsets = (e: Endpoints) =>
     (e.subsets ?? []).map((s) => ({
       addresses: (s.addresses ?? []).map((a) => a.ip).sort(),
+      notReady: (s.notReadyAddresses ?? []).map((a) => a.ip).sort(),
       ports: (s.ports ?? []).map((p) => [p.name ?? "", p.protocol ?? "TCP", p.port]),
     }));
   return sameRecord(existing.metadata.labels, desired.metadata.labels) &&

@@ -79,6 +79,9 @@ Deno.test("classify: remote discovery, gateway and federated selectors", () => {
     federated: true,
   });
   assert.deepEqual(classify(remote({ app: "web" }), link), { mode: undefined, federated: false });
+  // An empty selector exports nothing (as Linkerd), never everything.
+  const empty = { ...link, selector: {}, remoteDiscoverySelector: { matchLabels: {} } };
+  assert.deepEqual(classify(remote({ app: "web" }), empty), { mode: undefined, federated: false });
 });
 
 Deno.test("gateway mirror Service and Endpoints carry the contract's labels, annotations and ports", () => {

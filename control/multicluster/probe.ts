@@ -15,6 +15,8 @@ export interface ProbeOptions {
   log: (message: string) => void;
   fetch?: typeof fetch;
   now?: () => number;
+  /** Called when the gateway goes from alive to dead or back. */
+  onChange?: (alive: boolean) => void;
 }
 
 export function probeTimeoutMs(periodMs: number): number {
@@ -67,8 +69,10 @@ export class GatewayProber {
     if (ok !== this.#alive || (!ok && error !== this.#lastError)) {
       this.#o.log(ok ? `gateway of ${target} is alive` : `gateway of ${target} probe failed: ${error}`);
     }
+    const changed = ok !== this.#alive;
     this.#alive = ok;
     this.#lastError = error;
+    if (changed) this.#o.onChange?.(ok);
     return ok;
   }
 

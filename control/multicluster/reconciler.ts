@@ -37,6 +37,8 @@ export interface ReconcilerDeps {
   localFederatedMember: (namespace: string, name: string) => boolean | undefined;
   /** The gateway's IP addresses (the Link's gatewayAddress, names resolved). */
   gatewayIps: () => Promise<string[]>;
+  /** The gateway's last probe result; gateway Endpoints are not ready while it is false. */
+  gatewayAlive?: () => boolean;
   log: (message: string) => void;
 }
 
@@ -130,7 +132,12 @@ export class Reconciler {
     }
     const ep = await endpoints.get(ns, name);
     if (mode === "gateway") {
-      const want = desiredMirrorEndpoints(remote, link, await this.#d.gatewayIps());
+      const want = desiredMirrorEndpoints(
+        remote,
+        link,
+        await this.#d.gatewayIps(),
+        this.#d.gatewayAlive?.() ?? true,
+      );
       if (!ep) {
         if (await endpoints.create(want) === "exists") {
           throw new RetryLater(`endpoints ${ns}/${name} appeared meanwhile`);

@@ -91,6 +91,31 @@ Deno.test("gateway export: mirror Service and Endpoints; unexport deletes both",
   assert.deepEqual(r.counts(), { gateway: 0, flat: 0, federated: 0 });
 });
 
+Deno.test("gateway Endpoints are not ready while the gateway's probe fails", async () => {
+  const w = world();
+  let alive = false;
+  const r = new Reconciler({
+    api: w.api,
+    link: () => makeLink("east"),
+    remote: (ns, name) => w.remote.get(`${ns}/${name}`),
+    namespaceExists: () => true,
+    localFederatedMember: () => false,
+    gatewayIps: () => Promise.resolve(["10.0.0.9"]),
+    gatewayAlive: () => alive,
+    log: () => {},
+  });
+  w.remote.set("shop/web", svc("web", { [Labels.exported]: "true" }));
+  await r.reconcile("shop/web");
+  let ep = w.api.endpoints.peek("shop", "web-east")!;
+  assert.equal(ep.subsets?.[0].addresses, undefined);
+  assert.deepEqual(ep.subsets?.[0].notReadyAddresses, [{ ip: "10.0.0.9" }]);
+  alive = true;
+  await r.reconcile("shop/web");
+  ep = w.api.endpoints.peek("shop", "web-east")!;
+  assert.deepEqual(ep.subsets?.[0].addresses, [{ ip: "10.0.0.9" }]);
+  assert.equal(ep.subsets?.[0].notReadyAddresses, undefined);
+});
+
 Deno.test("flat export: labels for remote discovery and no Endpoints (gateway ones removed on a mode change)", async () => {
   const w = world();
   const r = reconciler(w, makeLink("east"));

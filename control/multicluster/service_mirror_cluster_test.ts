@@ -257,7 +257,15 @@ Deno.test({
         await metrics(),
         new RegExp(`gateway_probe_failures_total\\{target_cluster_name="${target}"\\} [1-9]`),
       );
+      // The gateway Endpoints follow the probe: not ready while it fails, ready again after.
+      await waitFor("gateway endpoints not ready", async () => {
+        const e = await getEp(`web-${target}`);
+        return e?.subsets?.[0].addresses === undefined &&
+          e?.subsets?.[0].notReadyAddresses?.[0]?.ip === hostIp;
+      });
       probeStatus = 200;
+      await waitFor("gateway endpoints ready", async () =>
+        (await getEp(`web-${target}`))?.subsets?.[0].addresses?.[0]?.ip === hostIp);
 
       // Another link's entry on the federated Service survives this link leaving and joining again.
       const patchLabels = (name: string, labels: Record<string, string | null>) =>
@@ -299,7 +307,8 @@ Deno.test({
           (await getSvc(`web-${target}`)) === undefined && (await getEp(`web-${target}`)) === undefined,
       );
       await patchLabels("web", { [Labels.exported]: "true" });
-      await waitFor("gateway mirror back", async () => (await getEp(`web-${target}`)) !== undefined);
+      await waitFor("gateway mirror back", async () =>
+        (await getEp(`web-${target}`)) !== undefined);
 
       // Link deleted: every mirror of this link goes; the other link's federated entry stays.
       await custom.deleteNamespacedCustomObject({
