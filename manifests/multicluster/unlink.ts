@@ -35,6 +35,26 @@ export function federatedChange(
   return { action: "patch", remoteDiscovery: left.length ? left.join(",") : null };
 }
 
+/**
+ * The service mirror's pods may still be reconciling while they shut down: mirrors are deleted only once they are
+ * gone (bounded; a pod stuck terminating does not hold unlink forever).
+ */
+async function waitPodsGone(kube: Kube, objects: Manifest[], waitMs: number): Promise<void> {
+  const d = objects.find((m) => m.kind === "Deployment") as
+    | (Manifest & { spec?: { selector?: { matchLabels?: Record<string, string> } } })
+    | undefined;
+  const labels = Object.entries(d?.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(",");
+  if (!d || !labels) return;
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    const pods = await kube.list(`/api/v1/namespaces/${d.metadata.namespace}/pods`, {
+      labelSelector: labels,
+    });
+    if (pods.length === 0) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 export interface UnlinkResult {
   deleted: string[];
   patched: string[];
@@ -46,6 +66,7 @@ export async function unlink(
   clusterName: string,
   serviceMirrorObjects: Manifest[],
   log: (line: string) => void = () => {},
+  waitMs = 30_000,
 ): Promise<UnlinkResult> {
   const t0 = Date.now();
   const deleted: string[] = [];
@@ -79,6 +100,7 @@ export async function unlink(
     );
   }
   for (const [path, what] of paths) await del(path, what);
+  await waitPodsGone(kube, serviceMirrorObjects, waitMs);
 
   const selector = { labelSelector: `${Labels.clusterName}=${clusterName}` };
   for (const kind of ["services", "endpoints"] as const) {
