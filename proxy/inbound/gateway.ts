@@ -196,6 +196,11 @@ export class Gateway {
       );
       return;
     }
+    if (downstream.destroyed) {
+      // The caller left while the target was resolved and connected: nothing to relay.
+      upstream.destroy();
+      return;
+    }
     o.tracker.add(upstream);
     const targetAddr = addrKey(chosen.ip, chosen.port);
     o.log(
