@@ -1,29 +1,31 @@
 /**
  * The service mirror of one Link: watches the Link object, and for each version of its spec runs a
  * LinkSession against the target cluster built from the credentials Secret the Link names. A
- * changed spec restarts the session (its resync keeps what still holds and deletes the rest); a
+ * changed spec or credentials Secret restarts the session (its resync keeps what still holds and
+ * deletes the rest); a
  * deleted Link stops it and deletes every mirror object of the link, as Linkerd does. Watch
  * handlers only record the newest Link and wake the supervising loop.
  */
 import { KubeConfig } from "@kubernetes/client-node";
-import { type EventSource, Informer } from "../k8s/mod.ts";
+import { type EventSource, Informer, type KubeObject } from "../k8s/mod.ts";
 import { type Link, LinkError, type LinkObject, parseLink } from "./link.ts";
 import type { ServiceMirrorMetrics } from "./metrics.ts";
 import type { MirrorApi } from "./mirror_api.ts";
 import { Reconciler } from "./reconciler.ts";
 import { LinkSession, type LinkSessionOptions, sleep } from "./link_session.ts";
 
-export interface SecretObject {
+export type SecretObject = KubeObject & {
   type?: string;
   data?: Record<string, string>;
-}
+};
 
 export interface ControllerOptions {
   linkName: string;
   namespace: string;
   api: MirrorApi;
   linkSource: EventSource<LinkObject>;
-  readSecret: (namespace: string, name: string) => Promise<SecretObject | undefined>;
+  /** The credentials Secrets of the namespace (watched: new credentials restart the session). */
+  secretSource: EventSource<SecretObject>;
   /** The session's informer sources for a link and the target cluster's kubeconfig. */
   sources: (
     link: Link,
@@ -53,7 +55,10 @@ function sameSpec(a: Link, b: Link): boolean {
 export class ServiceMirrorController {
   readonly #o: ControllerOptions;
   readonly links: Informer<LinkObject>;
-  #session: { session: LinkSession; stop: AbortController; done: Promise<void> } | undefined;
+  readonly secrets: Informer<SecretObject>;
+  #session:
+    | { session: LinkSession; secretVersion: string; stop: AbortController; done: Promise<void> }
+    | undefined;
   /** The last link a session ran for, until its mirrors are cleaned up after the Link goes. */
   #owed: Link | undefined;
   #wake: (() => void) | undefined;
@@ -66,10 +71,17 @@ export class ServiceMirrorController {
       source: o.linkSource,
       log: (s) => o.log(`links: ${s}`),
     });
+    this.secrets = new Informer<SecretObject>({
+      name: "credentials_secrets",
+      source: o.secretSource,
+      log: (s) => o.log(`secrets: ${s}`),
+    });
     const kick = () => this.#wake?.();
-    this.links.onAdd(kick);
-    this.links.onUpdate(kick);
-    this.links.onDelete(kick);
+    for (const i of [this.links, this.secrets] as Informer<KubeObject>[]) {
+      i.onAdd(kick);
+      i.onUpdate(kick);
+      i.onDelete(kick);
+    }
   }
 
   get session(): LinkSession | undefined {
@@ -77,7 +89,7 @@ export class ServiceMirrorController {
   }
 
   ready(): string | undefined {
-    if (!this.links.isSynced()) return "links not listed yet";
+    if (!this.links.isSynced() || !this.secrets.isSynced()) return "links and secrets not listed yet";
     if (this.#linkError) return this.#linkError;
     if (!this.#session) return `link ${this.#o.namespace}/${this.#o.linkName} not found`;
     return this.#session.session.ready();
@@ -123,7 +135,14 @@ export class ServiceMirrorController {
       log(this.#linkError);
       return false;
     }
-    if (this.#session && sameSpec(this.#session.session.link, link)) return false;
+    const secret = this.secrets.get(namespace, link.clusterCredentialsSecret);
+    const secretVersion = secret?.metadata.resourceVersion ?? "";
+    if (
+      this.#session && sameSpec(this.#session.session.link, link) &&
+      this.#session.secretVersion === secretVersion
+    ) {
+      return false;
+    }
     if (this.#owed && this.#owed.targetClusterName !== link.targetClusterName) {
       // The link now names another cluster: the old cluster's mirrors go first.
       await cleanupLink(this.#o.api, this.#owed, log).then(() => this.#owed = undefined, () => {});
@@ -132,13 +151,13 @@ export class ServiceMirrorController {
     const what = `secret ${namespace}/${link.clusterCredentialsSecret}`;
     let remoteKc: KubeConfig;
     try {
-      const secret = await this.#o.readSecret(namespace, link.clusterCredentialsSecret);
       if (!secret) throw new LinkError(`${what} not found`);
       remoteKc = remoteKubeConfig(secret, what);
     } catch (e) {
+      // Not retried on a timer: a new Secret or Link wakes the loop.
       this.#linkError = `link ${linkName}: ${e instanceof Error ? e.message : e}`;
       log(this.#linkError);
-      return true;
+      return false;
     }
     this.#linkError = undefined;
     const session = new LinkSession({
@@ -157,7 +176,7 @@ export class ServiceMirrorController {
     const done = session.run(stop.signal)
       .catch((e) => log(`session of link ${linkName} failed: ${e instanceof Error ? e.message : e}`))
       .finally(() => signal.removeEventListener("abort", stopAll));
-    this.#session = { session, stop, done };
+    this.#session = { session, secretVersion, stop, done };
     this.#owed = link;
     log(
       `mirroring ${link.targetClusterName} (gateway ${link.gatewayAddress || "none"}:${link.gatewayPort}, ` +
@@ -167,9 +186,9 @@ export class ServiceMirrorController {
   }
 
   async run(signal: AbortSignal): Promise<void> {
-    const informing = this.links.start(signal);
+    const informing = [this.links.start(signal), this.secrets.start(signal)];
     await Promise.race([
-      this.links.synced,
+      Promise.all([this.links.synced, this.secrets.synced]),
       new Promise((r) => signal.addEventListener("abort", r, { once: true })),
     ]);
     let retryMs = 1000;
@@ -186,7 +205,7 @@ export class ServiceMirrorController {
       timer.abort();
     }
     await this.#stopSession();
-    await informing;
+    await Promise.all(informing);
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Registry } from "prom-client";
 import { FakeEventSource, type KubeObject } from "../k8s/mod.ts";
-import { ServiceMirrorController } from "./controller.ts";
+import { type SecretObject, ServiceMirrorController } from "./controller.ts";
 import { FakeMirrorApi } from "./fake_mirror_api.ts";
 import { Annotations, Labels, type LinkObject } from "./link.ts";
 import { ServiceMirrorMetrics } from "./metrics.ts";
@@ -54,18 +54,25 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
   remote.apply(svc("plain", "shop", {}));
   local.apply(svc("fed", "shop", { [Labels.federated]: "member" }));
   links.apply(linkObj);
-  const secrets: string[] = [];
+  const secrets = new FakeEventSource<SecretObject>();
+  const secret = (kubeconfig: string): SecretObject => ({
+    metadata: { name: "cluster-credentials-east", namespace: "weft-multicluster" },
+    type: "mirror.linkerd.io/remote-kubeconfig",
+    data: { kubeconfig: btoa(kubeconfig) },
+  });
+  secrets.apply(secret(KUBECONFIG));
+  let sessions = 0;
   const registry = new Registry();
   const c = new ServiceMirrorController({
     linkName: "east",
     namespace: "weft-multicluster",
     api,
     linkSource: links,
-    readSecret: (ns, name) => {
-      secrets.push(`${ns}/${name}`);
-      return Promise.resolve({ data: { kubeconfig: btoa(KUBECONFIG) } });
+    secretSource: secrets,
+    sources: () => {
+      sessions++;
+      return { remoteServices: remote, localNamespaces: namespaces, localFederated: local };
     },
-    sources: () => ({ remoteServices: remote, localNamespaces: namespaces, localFederated: local }),
     metrics: new ServiceMirrorMetrics(registry),
     log: () => {},
     gatewayIps: () => Promise.resolve(["10.0.0.9"]),
@@ -75,7 +82,7 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
   const running = c.run(stop.signal);
   try {
     await until("ready", () => c.ready() === undefined);
-    assert.deepEqual(secrets, ["weft-multicluster/cluster-credentials-east"]);
+    assert.equal(sessions, 1);
     assert.equal(api.services.peek("shop", "gone-east"), undefined, "orphan removed by the first resync");
     assert.ok(api.services.peek("shop", "web-east"));
     assert.equal(api.services.peek("shop", "plain-east"), undefined);
@@ -110,6 +117,11 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
         api.endpoints.peek("shop", "web-east")?.metadata.annotations?.[Annotations.remoteGatewayIdentity] ===
           "gw2.id",
     );
+
+    assert.equal(sessions, 2);
+    // New credentials restart the session too.
+    secrets.apply(secret(KUBECONFIG.replace("127.0.0.1:1", "127.0.0.1:2")));
+    await until("session restarted for new credentials", () => sessions === 3);
 
     links.delete("weft-multicluster", "east");
     await until(

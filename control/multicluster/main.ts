@@ -7,7 +7,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { serveAdmin } from "../admin/admin_server.ts";
-import { KubeApiSource, loadKubeConfig } from "../k8s/mod.ts";
+import { KubeApiSource, loadKubeConfig, Resources } from "../k8s/mod.ts";
 import { apiMessage, kubeRequest } from "../k8s/raw_request.ts";
 import { parseServiceMirrorConfig, type ServiceMirrorConfig } from "./config.ts";
 import {
@@ -17,7 +17,7 @@ import {
   ServiceMirrorController,
 } from "./controller.ts";
 import { kubeMirrorApi } from "./kube_mirror_api.ts";
-import { LINK_GROUP, LINK_VERSION, type LinkObject, parseLink } from "./link.ts";
+import { CREDENTIALS_SECRET_TYPE, LINK_GROUP, LINK_VERSION, type LinkObject, parseLink } from "./link.ts";
 import { sessionSources } from "./link_session.ts";
 import { ServiceMirrorMetrics } from "./metrics.ts";
 
@@ -81,7 +81,11 @@ export async function run(
       namespace: config.namespace,
       fieldSelector: `metadata.name=${config.linkName}`,
     }),
-    readSecret: (ns, name) => getObject<SecretObject>(kc, `/api/v1/namespaces/${ns}/secrets/${name}`),
+    secretSource: new KubeApiSource<SecretObject>(kc, {
+      ...Resources.secrets,
+      namespace: config.namespace,
+      fieldSelector: `type=${CREDENTIALS_SECRET_TYPE}`,
+    }),
     sources: (link, remoteKc) => sessionSources(link, kc, remoteKc),
     metrics,
     log,

@@ -71,7 +71,8 @@ export function serviceMirrorObjects(p: ServiceMirrorParams): Manifest[] {
       metadata: { name: readLink, namespace: ns, labels },
       rules: [
         { apiGroups: [LINK_GROUP], resources: ["links"], verbs: read },
-        { apiGroups: [""], resources: ["secrets"], verbs: ["get"] },
+        // Watched (credentials of type mirror.linkerd.io/remote-kubeconfig): new credentials restart the link.
+        { apiGroups: [""], resources: ["secrets"], verbs: read },
       ],
     },
     {
