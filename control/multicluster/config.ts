@@ -26,7 +26,7 @@ export interface ServiceMirrorConfig {
 export const SERVICE_MIRROR_USAGE = `usage: control/main.ts service_mirror --link=NAME [flags]
   --link=NAME                          the Link in --namespace to mirror (required)
   --namespace=weft-multicluster        where the Link and its credentials Secret live (env WEFT_MC_NAMESPACE)
-  --admin-addr=0.0.0.0:${SERVICE_MIRROR_ADMIN_PORT}           /live /ready /metrics
+  --admin-addr=0.0.0.0:${SERVICE_MIRROR_ADMIN_PORT}            /live /ready /metrics
   --kubeconfig=PATH                    (env KUBECONFIG; in-cluster config when unset)
   --resync-period=1m                   how often every exported service is reconciled again
   --unlink                             delete every mirror of the link and exit
