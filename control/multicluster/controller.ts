@@ -194,7 +194,10 @@ export class ServiceMirrorController {
     let retryMs = 1000;
     while (!signal.aborted) {
       const woken = new Promise<void>((r) => this.#wake = r);
-      const failed = await this.#step(signal);
+      const failed = await this.#step(signal).catch((e) => {
+        this.#o.log(`link ${this.#o.linkName}: ${e instanceof Error ? e.message : e} (will retry)`);
+        return true;
+      });
       retryMs = failed ? Math.min(retryMs * 2, 30_000) : 1000;
       const timer = new AbortController();
       const both = AbortSignal.any([signal, timer.signal]);

@@ -105,6 +105,19 @@ export function parseLink(obj: LinkObject): Link {
   const name = obj.metadata.name ?? "";
   if (!s.targetClusterName) throw new LinkError(`link ${name}: spec.targetClusterName is required`);
   const hasGateway = !!s.gatewayAddress;
+  for (
+    const [field, sel] of Object.entries({
+      selector: s.selector,
+      remoteDiscoverySelector: s.remoteDiscoverySelector,
+      federatedServiceSelector: s.federatedServiceSelector,
+    })
+  ) {
+    try {
+      if (sel) selectorString(sel);
+    } catch (e) {
+      throw new LinkError(`link ${name}: spec.${field}: ${(e as Error).message}`);
+    }
+  }
   return {
     name,
     namespace: obj.metadata.namespace ?? MULTICLUSTER_NAMESPACE,

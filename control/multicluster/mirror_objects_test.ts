@@ -57,6 +57,14 @@ Deno.test("parseLink fills Linkerd's defaults and reads string ports and Go dura
       }),
     LinkError,
   );
+  assert.throws(
+    () =>
+      parseLink({
+        metadata: { name: "y" },
+        spec: { targetClusterName: "y", selector: { matchExpressions: [{ key: "a", operator: "Near" }] } },
+      }),
+    /spec.selector: selector operator Near/,
+  );
   assert.equal(
     selectorString({
       matchExpressions: [{ key: "a", operator: "In", values: ["1", "2"] }, { key: "b", operator: "Exists" }],
