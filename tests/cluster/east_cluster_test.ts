@@ -1,8 +1,9 @@
 // Cluster tier, opt-in (WEFT_EAST=1; root, and west running): the second local cluster "east"
 // (`cluster:up --name=east`) next to west. The test brings east up (a no-op when it runs), runs a server pod in
 // each cluster and checks, by pod IP both ways, that west and east pods reach each other directly (no NAT: each
-// server sees the client's own pod IP), and that a west pod reaches east's API server. East is left running
-// (the multicluster tests use it) unless WEFT_EAST_DOWN=1. Traffic goes only between the two clusters' pods and
+// server sees the client's own pod IP), and that a west pod reaches a NodePort on east's node address (as a
+// multicluster gateway is reached) and east's API server. East is left running (the multicluster tests use it)
+// unless WEFT_EAST_DOWN=1. Traffic goes only between the two clusters' pods and
 // east's node address; the rules that keep everything else on the machine are inspected, not probed.
 
 import assert from "node:assert/strict";
@@ -48,7 +49,7 @@ async function serverPod(c: ClusterConfig, ns: string, name: string): Promise<st
   const pod = {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name },
+    metadata: { name, labels: { app: name } },
     spec: {
       containers: [{
         name: "app",
@@ -169,6 +170,28 @@ Deno.test("east: a second cluster whose pods and west's reach each other by pod 
         const r = await runOnce(EAST, ns, "to-west", fetchCode(`http://${westIp}:8080/`));
         assert.equal(r.log.trim(), `200 west saw ${r.ip}`);
       });
+      await t.step(
+        "a west pod reaches a NodePort on east's node address (as a gateway is reached)",
+        async () => {
+          const svc = {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: { name: "server" },
+            spec: {
+              type: "NodePort",
+              selector: { app: "server" },
+              ports: [{ port: 8080, targetPort: 8080 }],
+            },
+          };
+          await kc(EAST, ["-n", ns, "apply", "-f", "-"], JSON.stringify(svc));
+          const port =
+            (await kc(EAST, ["-n", ns, "get", "svc", "server", "-o", "jsonpath={.spec.ports[0].nodePort}"]))
+              .trim();
+          const r = await runOnce(WEST, ns, "to-east-nodeport", fetchCode(`http://${EAST.nodeIp}:${port}/`));
+          // kube-proxy masquerades NodePort traffic (externalTrafficPolicy Cluster): the server sees an east address.
+          assert.match(r.log.trim(), /^200 east saw 10\.245\./);
+        },
+      );
       await t.step("a west pod reaches east's API server (TLS verified with east's CA)", async () => {
         const ca = await Deno.readTextFile(join(EAST.stateDir, "pki", "ca.crt"));
         const r = await runOnce(WEST, ns, "to-east-api", apiCode(ca));
