@@ -30,7 +30,7 @@ export interface ControllerOptions {
   sources: (
     link: Link,
     remoteKc: KubeConfig,
-  ) => Pick<LinkSessionOptions, "remoteServices" | "localNamespaces" | "localFederated">;
+  ) => Pick<LinkSessionOptions, "remoteServices" | "remoteEndpoints" | "localNamespaces" | "localFederated">;
   metrics: ServiceMirrorMetrics;
   log: (message: string) => void;
   resyncPeriodMs?: number;

@@ -5,7 +5,7 @@ import { type SecretObject, ServiceMirrorController } from "./controller.ts";
 import { FakeMirrorApi } from "./fake_mirror_api.ts";
 import { Annotations, Labels, type LinkObject } from "./link.ts";
 import { ServiceMirrorMetrics } from "./metrics.ts";
-import type { Service } from "./mirror_objects.ts";
+import type { Endpoints, Service } from "./mirror_objects.ts";
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config
@@ -46,6 +46,7 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
   );
   const links = new FakeEventSource<LinkObject>();
   const remote = new FakeEventSource<Service>();
+  const remoteEps = new FakeEventSource<Endpoints>();
   const namespaces = new FakeEventSource<KubeObject>();
   const local = new FakeEventSource<Service>();
   namespaces.apply({ metadata: { name: "shop" } });
@@ -71,7 +72,12 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
     secretSource: secrets,
     sources: () => {
       sessions++;
-      return { remoteServices: remote, localNamespaces: namespaces, localFederated: local };
+      return {
+        remoteServices: remote,
+        remoteEndpoints: remoteEps,
+        localNamespaces: namespaces,
+        localFederated: local,
+      };
     },
     metrics: new ServiceMirrorMetrics(registry),
     log: () => {},
@@ -92,6 +98,26 @@ Deno.test("controller: resync deletes orphans, follows remote changes, cleans up
     const text = await registry.metrics();
     assert.match(text, /service_mirror_mirrored_services\{target_cluster_name="east",mode="gateway"\} 1/);
     assert.match(text, /service_mirror_mirrored_services\{target_cluster_name="east",mode="federated"\} 1/);
+
+    // The remote service loses its last ready endpoint: the gateway mirror's Endpoints empty, and fill again.
+    assert.equal(api.endpoints.peek("shop", "web-east")?.subsets?.[0].addresses?.[0].ip, "10.0.0.9");
+    const remoteEp = (ready: boolean): Endpoints => ({
+      metadata: { name: "web", namespace: "shop" },
+      subsets: [{
+        [ready ? "addresses" : "notReadyAddresses"]: [{ ip: "10.112.7.7" }],
+        ports: [{ port: 8080 }],
+      }],
+    });
+    remoteEps.apply(remoteEp(false));
+    await until(
+      "mirror endpoints emptied",
+      () => api.endpoints.peek("shop", "web-east")?.subsets?.length === 0,
+    );
+    remoteEps.apply(remoteEp(true));
+    await until(
+      "mirror endpoints filled",
+      () => api.endpoints.peek("shop", "web-east")?.subsets?.length === 1,
+    );
 
     // The local member leaves: local discovery goes.
     local.delete("shop", "fed");

@@ -12,7 +12,7 @@ import { cachedGatewayIps } from "./gateway.ts";
 import { type Link, selectorString } from "./link.ts";
 import type { ServiceMirrorMetrics } from "./metrics.ts";
 import type { MirrorApi } from "./mirror_api.ts";
-import { classify, type Service } from "./mirror_objects.ts";
+import { classify, type Endpoints, endpointsEmpty, type Service } from "./mirror_objects.ts";
 import { GatewayProber } from "./probe.ts";
 import { Reconciler } from "./reconciler.ts";
 import { WorkQueue } from "./work_queue.ts";
@@ -22,6 +22,8 @@ export interface LinkSessionOptions {
   api: MirrorApi;
   /** Target cluster Services (all namespaces). */
   remoteServices: EventSource<Service>;
+  /** Target cluster Endpoints of exported Services (their emptiness empties gateway mirrors). */
+  remoteEndpoints: EventSource<Endpoints>;
   /** Source cluster namespaces (metadata is enough). */
   localNamespaces: EventSource<KubeObject>;
   /** Source cluster Services selected by the link's federatedServiceSelector. */
@@ -54,6 +56,13 @@ export function slimService(s: Service): Service {
 export function sessionSources(link: Link, localKc: KubeConfig, remoteKc: KubeConfig) {
   return {
     remoteServices: new KubeApiSource<Service>(remoteKc, Resources.services),
+    // Endpoints carry their Service's labels, so the link's selector keeps this cache to exported ones.
+    remoteEndpoints: new KubeApiSource<Endpoints>(remoteKc, {
+      group: "",
+      version: "v1",
+      plural: "endpoints",
+      labelSelector: selectorString(link.selector),
+    }),
     localNamespaces: new KubeApiSource<KubeObject>(localKc, metadataOnly(Resources.namespaces)),
     localFederated: new KubeApiSource<Service>(localKc, {
       ...Resources.services,
@@ -71,6 +80,7 @@ export class LinkSession {
   readonly link: Link;
   readonly #o: LinkSessionOptions;
   readonly remote: Informer<Service>;
+  readonly remoteEndpoints: Informer<Endpoints>;
   readonly namespaces: Informer<KubeObject>;
   readonly localFederated: Informer<Service>;
   readonly reconciler: Reconciler;
@@ -89,6 +99,20 @@ export class LinkSession {
       source: o.remoteServices,
       transform: slimService,
       log: (s) => log(`remote services: ${s}`),
+    });
+    this.remoteEndpoints = new Informer<Endpoints>({
+      name: "remote_endpoints",
+      source: o.remoteEndpoints,
+      // Only whether any address is ready matters here.
+      transform: (e) => ({
+        metadata: {
+          name: e.metadata.name,
+          namespace: e.metadata.namespace,
+          resourceVersion: e.metadata.resourceVersion,
+        },
+        subsets: endpointsEmpty(e) ? [] : [{ addresses: [{ ip: "ready" }] }],
+      }),
+      log: (s) => log(`remote endpoints: ${s}`),
     });
     this.namespaces = new Informer<KubeObject>({
       name: "namespaces",
@@ -109,6 +133,10 @@ export class LinkSession {
       localFederatedMember: (ns, name) => this.localFederated.get(ns, name) !== undefined,
       gatewayIps: () => gatewayIps(link.gatewayAddress),
       gatewayAlive: () => this.prober?.alive ?? true,
+      remoteEmpty: (ns, name) => {
+        const e = this.remoteEndpoints.get(ns, name);
+        return e ? endpointsEmpty(e) : undefined;
+      },
       log,
     });
     const labels = { target_cluster_name: target };
@@ -180,6 +208,18 @@ export class LinkSession {
     this.remote.onAdd((s) => remoteChange(undefined, s));
     this.remote.onUpdate((old, s) => remoteChange(old, s));
     this.remote.onDelete((s) => remoteChange(s, s));
+    // A remote Service that loses (or regains) its last ready endpoint: its gateway mirror follows.
+    const epChange = (old: Endpoints | undefined, e: Endpoints | undefined) => {
+      const cur = e ?? old!;
+      if (old && e && endpointsEmpty(old) === endpointsEmpty(e)) return;
+      const key = keyOf(cur);
+      if (this.reconciler.mirrored.get(key) === "gateway" || this.selected(this.remote.getByKey(key))) {
+        this.queue.add(key);
+      }
+    };
+    this.remoteEndpoints.onAdd((e) => epChange(undefined, e));
+    this.remoteEndpoints.onUpdate((old, e) => epChange(old, e));
+    this.remoteEndpoints.onDelete((e) => epChange(e, undefined));
     // A namespace that appears may now hold mirrors that were skipped; one that goes took them along.
     const nsChange = (ns: KubeObject) => {
       const name = ns.metadata.name;
@@ -225,12 +265,18 @@ export class LinkSession {
     const log = (s: string) => this.#o.log(`[${this.link.targetClusterName}] ${s}`);
     const running = [
       this.remote.start(signal),
+      this.remoteEndpoints.start(signal),
       this.namespaces.start(signal),
       this.localFederated.start(signal),
       this.prober?.run(signal),
     ];
     await Promise.race([
-      Promise.all([this.remote.synced, this.namespaces.synced, this.localFederated.synced]),
+      Promise.all([
+        this.remote.synced,
+        this.remoteEndpoints.synced,
+        this.namespaces.synced,
+        this.localFederated.synced,
+      ]),
       new Promise((r) => signal.addEventListener("abort", r, { once: true })),
     ]);
     if (signal.aborted) return void await Promise.allSettled(running);

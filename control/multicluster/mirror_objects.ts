@@ -35,6 +35,11 @@ export type Endpoints = KubeObject & {
 
 export type MirrorMode = "gateway" | "flat";
 
+/** Whether a remote Endpoints object has no ready address (an exported Service with nothing behind it). */
+export function endpointsEmpty(ep: Endpoints): boolean {
+  return !(ep.subsets ?? []).some((s) => (s.addresses ?? []).length > 0);
+}
+
 /** As Linkerd: an empty selector selects nothing here (an unset one must not export every Service). */
 function picks(selector: LabelSelectorLike, labels: Record<string, string> | undefined): boolean {
   const empty =
@@ -137,13 +142,15 @@ export function desiredMirrorService(remote: Service, link: Link, mode: MirrorMo
 /**
  * Gateway mode: every remote port, by name, answered by the gateway's port on the gateway's addresses.
  * While the gateway's probe fails the addresses are not ready, as Linkerd does, so clients fail fast
- * instead of connecting to a dead gateway.
+ * instead of connecting to a dead gateway. A remote Service without ready endpoints gets empty
+ * mirror Endpoints (also as Linkerd): nothing behind the gateway would answer.
  */
 export function desiredMirrorEndpoints(
   remote: Service,
   link: Link,
   gatewayIps: readonly string[],
   gatewayAlive = true,
+  remoteEmpty = false,
 ): Endpoints {
   const ports = (remote.spec?.ports ?? []).map((p) => {
     const out: EndpointPort = { port: link.gatewayPort, protocol: p.protocol ?? "TCP" };
@@ -162,7 +169,7 @@ export function desiredMirrorEndpoints(
         [Annotations.remoteSvcFqName]: fqName(remote, link),
       },
     },
-    subsets: gatewayIps.length
+    subsets: gatewayIps.length && !remoteEmpty
       ? [{ [gatewayAlive ? "addresses" : "notReadyAddresses"]: gatewayIps.map((ip) => ({ ip })), ports }]
       : [],
   };

@@ -39,6 +39,8 @@ export interface ReconcilerDeps {
   gatewayIps: () => Promise<string[]>;
   /** The gateway's last probe result; gateway Endpoints are not ready while it is false. */
   gatewayAlive?: () => boolean;
+  /** Whether the remote Service has no ready endpoints; undefined when not known (treated as not empty). */
+  remoteEmpty?: (namespace: string, name: string) => boolean | undefined;
   log: (message: string) => void;
 }
 
@@ -137,6 +139,7 @@ export class Reconciler {
         link,
         await this.#d.gatewayIps(),
         this.#d.gatewayAlive?.() ?? true,
+        this.#d.remoteEmpty?.(ns, remote.metadata.name!) ?? false,
       );
       if (!ep) {
         if (await endpoints.create(want) === "exists") {

@@ -95,13 +95,17 @@ Deno.test({
     let running: Promise<void> | undefined;
     try {
       for (const ns of [remoteNs, linksNs]) await core.createNamespace({ body: { metadata: { name: ns } } });
-      const svc = (name: string, labels: Record<string, string>) =>
+      const svc = (
+        name: string,
+        labels: Record<string, string>,
+        selector: Record<string, string> | null = { app: name },
+      ) =>
         core.createNamespacedService({
           namespace: remoteNs,
           body: {
             metadata: { name, labels: { app: name, ...labels } },
             spec: {
-              selector: { app: name },
+              selector: selector ?? undefined,
               ports: [
                 { name: "http", port: 80, targetPort: 8080 },
                 { name: "grpc", port: 9090 },
@@ -109,7 +113,17 @@ Deno.test({
             },
           },
         });
-      await svc("web", { [Labels.exported]: "true" });
+      // `web` has no selector and Endpoints of our own, so the test decides whether it has ready endpoints
+      // (Endpoints carry the exported label, as the endpoints controller copies a Service's labels).
+      await svc("web", { [Labels.exported]: "true" }, null);
+      const remoteEndpoints = (ready: boolean) => ({
+        metadata: { name: "web", labels: { app: "web", [Labels.exported]: "true" } },
+        subsets: [{
+          [ready ? "addresses" : "notReadyAddresses"]: [{ ip: "10.244.250.250" }],
+          ports: [{ name: "http", port: 8080 }, { name: "grpc", port: 9090 }],
+        }],
+      });
+      await core.createNamespacedEndpoints({ namespace: remoteNs, body: remoteEndpoints(true) });
       await svc("flat", { [Labels.exported]: "remote-discovery" });
       await svc("fed", { [Labels.federated]: "member" });
       await svc("plain", {});
@@ -267,6 +281,22 @@ Deno.test({
       await waitFor("gateway endpoints ready", async () =>
         (await getEp(`web-${target}`))?.subsets?.[0].addresses?.[0]?.ip === hostIp);
 
+      // The remote service without ready endpoints: its gateway mirror's Endpoints are emptied, then filled again.
+      await core.replaceNamespacedEndpoints({
+        namespace: remoteNs,
+        name: "web",
+        body: remoteEndpoints(false),
+      });
+      await waitFor("mirror endpoints emptied", async () =>
+        (await getEp(`web-${target}`))?.subsets === undefined);
+      await core.replaceNamespacedEndpoints({
+        namespace: remoteNs,
+        name: "web",
+        body: remoteEndpoints(true),
+      });
+      await waitFor("mirror endpoints filled", async () =>
+        (await getEp(`web-${target}`))?.subsets?.length === 1);
+
       // Another link's entry on the federated Service survives this link leaving and joining again.
       const patchLabels = (name: string, labels: Record<string, string | null>) =>
         kubeRequest(kc, {
@@ -329,7 +359,8 @@ Deno.test({
 
       // Linked again, then `--unlink` (the controller stopped first, as unlink deletes its Deployment).
       await createLink();
-      await waitFor("mirrors back", async () => (await getSvc(`web-${target}`)) !== undefined);
+      await waitFor("mirrors back", async () =>
+        (await getSvc(`web-${target}`)) !== undefined);
       await waitFor(
         "federated back",
         async () =>
@@ -370,7 +401,9 @@ Deno.test({
       await running?.catch(() => {});
       probeStop.abort();
       await probeServer.finished;
-      for (const ns of [remoteNs, linksNs]) await core.deleteNamespace({ name: ns }).catch(() => {});
+      for (const ns of [remoteNs, linksNs]) {
+        await core.deleteNamespace({ name: ns }).catch(() => {});
+      }
       if (createdCrd) {
         await kubeRequest(kc, {
           method: "DELETE",
