@@ -4,7 +4,7 @@
  * installs both clusters from one anchor and issuer.
  */
 import { ClusterCtl } from "./clusters.ts";
-import { CONTROL_PLANE_NS, KUBECONFIG } from "./kube.ts";
+import { CONTROL_PLANE_NS, type Json, KUBECONFIG } from "./kube.ts";
 import { join } from "node:path";
 import { API_URL, clusterConfig } from "../../cluster/config.ts";
 import { binaryDirs } from "../../cluster/cluster.ts";
@@ -112,10 +112,20 @@ export async function ensureEast(log: (s: string) => void): Promise<{ upMs: numb
     await Deno.remove(dir, { recursive: true });
   }
   if (anchorsChanged) {
-    // Pods meshed under the old anchor (a gateway from an earlier run) get leaves the first cluster trusts.
-    const r = await east.run(["-n", "weft-multicluster", "rollout", "restart", "deployment"]);
-    if (r.code === 0 && r.stdout.trim()) {
-      log(`east: restarted ${r.stdout.trim().split("\n").length} deployment(s)`);
+    // A switch of anchor (not a staged rotation): pods meshed under the old one, the control plane's and a
+    // gateway from an earlier run, restart to get leaves from the new issuer and the new bundle at once.
+    for (const ns of [CONTROL_PLANE_NS, "weft-multicluster"]) {
+      const r = await east.run(["-n", ns, "rollout", "restart", "deployment"]);
+      if (r.code !== 0 || !r.stdout.trim()) continue;
+      log(`east: restarted ${r.stdout.trim().split("\n").length} deployment(s) in ${ns}`);
+      const names = (await east.json(["-n", ns, "get", "deployments"])).items.map((d: Json) =>
+        d.metadata.name
+      );
+      for (const name of names) {
+        await east.kc(["-n", ns, "rollout", "status", `deployment/${name}`, "--timeout=240s"], {
+          timeoutMs: 250_000,
+        });
+      }
     }
   }
   return { upMs, deployMs: Date.now() - t };
