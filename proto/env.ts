@@ -103,11 +103,6 @@ export const WeftProxyEnv = {
   inboundTrustedGatewayIdentities: "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES",
 } as const;
 
-/** The identity of the multicluster gateway that `weft multicluster install` deploys. */
-export function multiclusterGatewayIdentity(controlNamespace: string, trustDomain: string): string {
-  return `weft-gateway.weft-multicluster.serviceaccount.identity.${controlNamespace}.${trustDomain}`;
-}
-
 /** Values accepted by LINKERD2_PROXY_INBOUND_DEFAULT_POLICY and the default-inbound-policy annotation. */
 export const DEFAULT_INBOUND_POLICIES = [
   "all-unauthenticated",

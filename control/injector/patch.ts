@@ -4,7 +4,8 @@
  */
 import type { V1Container, V1EnvVar, V1Pod, V1Probe } from "@kubernetes/client-node";
 import { Annotations, Labels } from "../../proto/annotations.ts";
-import { multiclusterGatewayIdentity, ProxyEnv, WeftProxyEnv } from "../../proto/env.ts";
+import { ProxyEnv, WeftProxyEnv } from "../../proto/env.ts";
+import { multiclusterGatewayIdentity } from "../../proto/multicluster.ts";
 import { Ports } from "../../proto/ports.ts";
 import { destinationContext, policyWorkload } from "../../proto/proxy_workload.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";

@@ -1,36 +1,17 @@
 /**
  * The Link object (`links.multicluster.linkerd.io`, v1alpha2) as the service mirror reads it, with
  * Linkerd's defaults filled in, and the label and annotation names of the multicluster contract
- * (docs: /tmp contract of issue 23; names are Linkerd's).
+ * (proto/multicluster.ts; names are Linkerd's).
  */
 import { parseDurationMs } from "../../proto/go_duration.ts";
 import type { LabelSelectorLike } from "../k8s/label_selector.ts";
 import type { KubeObject } from "../k8s/mod.ts";
+import { Credentials, McAnnotations, McLabels, MULTICLUSTER_NAMESPACE } from "../../proto/multicluster.ts";
 
-export const LINK_GROUP = "multicluster.linkerd.io";
-export const LINK_VERSION = "v1alpha2";
-export const MULTICLUSTER_NAMESPACE = "weft-multicluster";
-
-export const Labels = {
-  exported: "mirror.linkerd.io/exported",
-  federated: "mirror.linkerd.io/federated",
-  mirroredService: "mirror.linkerd.io/mirrored-service",
-  clusterName: "mirror.linkerd.io/cluster-name",
-  remoteDiscovery: "multicluster.linkerd.io/remote-discovery",
-  remoteService: "multicluster.linkerd.io/remote-service",
-  /** Labels of the remote Service with this prefix are not copied onto mirrors (they select exports). */
-  mirrorPrefix: "mirror.linkerd.io/",
-} as const;
-
-export const Annotations = {
-  remoteSvcFqName: "mirror.linkerd.io/remote-svc-fq-name",
-  remoteResourceVersion: "mirror.linkerd.io/remote-resource-version",
-  remoteGatewayIdentity: "mirror.linkerd.io/remote-gateway-identity",
-  remoteDiscovery: "multicluster.linkerd.io/remote-discovery",
-  localDiscovery: "multicluster.linkerd.io/local-discovery",
-} as const;
-
-export const CREDENTIALS_SECRET_TYPE = "mirror.linkerd.io/remote-kubeconfig";
+export { LINK_GROUP, LINK_VERSION, MULTICLUSTER_NAMESPACE } from "../../proto/multicluster.ts";
+export const Labels = McLabels;
+export const Annotations = McAnnotations;
+export const CREDENTIALS_SECRET_TYPE = Credentials.secretType;
 
 export interface ProbeSpec {
   path: string;

@@ -15,14 +15,18 @@
  * `linkerd-proxy` entry with the gateway env; install renders the proxy in as deploy renders the control
  * plane's (manifests/render.ts), since the webhook has no switch for gateway mode.
  */
-import { MULTICLUSTER_NAMESPACE } from "../../control/multicluster/link.ts";
+import {
+  GATEWAY_NAME,
+  MULTICLUSTER_NAMESPACE,
+  multiclusterGatewayIdentity,
+} from "../../proto/multicluster.ts";
 import type { Manifest } from "../kinds.ts";
 import { MANIFEST_IMAGE } from "../render.ts";
 
 export const MC_NAMESPACE = MULTICLUSTER_NAMESPACE;
 export const REMOTE_ACCESS_SA = "weft-service-mirror-remote-access";
 export const REMOTE_ACCESS_TOKEN_SECRET = `${REMOTE_ACCESS_SA}-token`;
-export const GATEWAY_NAME = "weft-gateway";
+export { GATEWAY_NAME };
 export const GATEWAY_PORT = 4143;
 export const GATEWAY_NODE_PORT = 30143;
 export const PROBE_PORT = 4191;
@@ -52,7 +56,7 @@ export interface InstallParams {
 
 /** `<sa>.<ns>.serviceaccount.identity.<control ns>.<trust domain>`: the gateway's mTLS identity. */
 export function gatewayIdentity(trustDomain: string, controlPlaneNamespace = "weft"): string {
-  return `${GATEWAY_NAME}.${MC_NAMESPACE}.serviceaccount.identity.${controlPlaneNamespace}.${trustDomain}`;
+  return multiclusterGatewayIdentity(controlPlaneNamespace, trustDomain);
 }
 
 /** Parses --gateway-allowed-identities: comma-separated, none empty. */

@@ -13,12 +13,13 @@ import {
   LINK_VERSION,
 } from "../../control/multicluster/link.ts";
 import type { Manifest } from "../kinds.ts";
+import { Credentials } from "../../proto/multicluster.ts";
 import { MC_NAMESPACE, PROBE_PATH, PROBE_PERIOD } from "./install.ts";
 
-export const CLUSTER_NAME_LABEL = "multicluster.linkerd.io/cluster-name";
-export const CLUSTER_DOMAIN_ANNOTATION = "multicluster.linkerd.io/cluster-domain";
-export const TRUST_DOMAIN_ANNOTATION = "multicluster.linkerd.io/trust-domain";
-export const CREDENTIALS_KEY = "kubeconfig";
+export const CLUSTER_NAME_LABEL = Credentials.clusterNameLabel;
+export const CLUSTER_DOMAIN_ANNOTATION = Credentials.clusterDomainAnnotation;
+export const TRUST_DOMAIN_ANNOTATION = Credentials.trustDomainAnnotation;
+export const CREDENTIALS_KEY = Credentials.kubeconfigKey;
 
 /** DNS-1123 label, and short enough that `weft-service-mirror-<name>` and `<svc>-<name>` stay valid. */
 export function validClusterName(name: string): string | undefined {
