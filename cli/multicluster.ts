@@ -62,6 +62,7 @@ async function runInstall(o: McOptions, ctx: CliContext): Promise<number> {
       o.gateway ? " (gateway rolled out)" : " (no gateway)"
     }\n`,
   );
+  for (const w of s.warnings) ctx.err(w);
   return 0;
 }
 

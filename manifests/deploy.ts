@@ -89,6 +89,8 @@ export interface DeployOptions {
   ha?: boolean;
   /** --values=FILE, parsed and validated. */
   values?: HaValues;
+  /** --multicluster-gateway-trust (issue 23): proxies injected from now on trust the multicluster gateway. */
+  multiclusterGatewayTrust?: boolean;
 }
 
 export interface DeploySummary {
@@ -500,6 +502,7 @@ export async function deploy(o: DeployOptions): Promise<DeploySummary> {
     trustAnchorsPem: id.material.anchorsPem,
     nativeSidecars,
     webhookCaPem: wh.caPem,
+    multiclusterGatewayTrust: o.multiclusterGatewayTrust ?? false,
   });
   // identity rolls out first, on its own: every other control-plane proxy needs a certificate before
   // its pod can start, and a proxy that finds no identity endpoint backs off for longer and longer.

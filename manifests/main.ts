@@ -64,6 +64,9 @@ deploy     build and load the image, apply CRDs, certificates and the control pl
                                  anti-affinity (required with 3+ schedulable nodes), spread, PDBs,
                                  resources (docs/ha.md)
   --values=FILE                  YAML values: ha, replicas, antiAffinity, resources (docs/ha.md)
+  --multicluster-gateway-trust   proxies injected from now on let the multicluster gateway (weft-gateway in
+                                 weft-multicluster) forward its callers' identities; without it none does
+                                 (docs/multicluster.md). Re-deploying without it takes the trust away.
   --timeout=5m
 undeploy   delete the webhooks, the namespace, the cluster RBAC and the CRDs deploy installed
   --kubeconfig=PATH --keep-crds --timeout=5m
@@ -75,7 +78,8 @@ render     print the rendered control plane and embedded metrics store as YAML (
            Secrets redacted)
   --image=REF --image-pull-policy=... --native-sidecar=true|false
   --pod-networks=CIDR,... --api-server-sources=IP,...   (default pod networks here: ${RENDER_POD_NETWORK})
-  --ha --values=FILE --nodes=N   as deploy's; N: the schedulable nodes deploy would count (default 1)`;
+  --ha --values=FILE --nodes=N   as deploy's; N: the schedulable nodes deploy would count (default 1)
+  --multicluster-gateway-trust   as deploy's`;
 
 export class UsageError extends Error {
   override name = "UsageError";
@@ -104,6 +108,8 @@ export interface ParsedArgs {
   valuesFile?: string;
   /** render's --nodes: schedulable nodes, which deploy counts itself. */
   nodes: number;
+  /** --multicluster-gateway-trust (issue 23). */
+  multiclusterGatewayTrust: boolean;
 }
 
 const FLAGS: Record<ParsedArgs["command"], string[]> = {
@@ -125,6 +131,7 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "api-server-sources",
     "ha",
     "values",
+    "multicluster-gateway-trust",
   ],
   undeploy: ["kubeconfig", "keep-crds", "timeout"],
   check: ["kubeconfig", "threshold", "anchor-threshold", "issuer-threshold"],
@@ -137,9 +144,10 @@ const FLAGS: Record<ParsedArgs["command"], string[]> = {
     "ha",
     "values",
     "nodes",
+    "multicluster-gateway-trust",
   ],
 };
-const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind", "ha"]);
+const BOOLEAN = new Set(["no-image-load", "keep-crds", "kind", "ha", "multicluster-gateway-trust"]);
 
 export function parseArgs(args: string[], env: Record<string, string | undefined>): ParsedArgs {
   const [command, ...rest] = args;
@@ -216,6 +224,7 @@ export function parseArgs(args: string[], env: Record<string, string | undefined
     ha: bool("ha"),
     valuesFile: str("values"),
     nodes: Number(nodes),
+    multiclusterGatewayTrust: bool("multicluster-gateway-trust"),
   };
 }
 
@@ -292,6 +301,7 @@ async function render(a: ParsedArgs): Promise<string> {
     trustAnchorsPem: id.material.anchorsPem,
     nativeSidecars: a.nativeSidecars,
     webhookCaPem: ca.certPem,
+    multiclusterGatewayTrust: a.multiclusterGatewayTrust,
   };
   const nets = podNetworks([], a.podNetworks ?? [RENDER_POD_NETWORK], a.apiServerSources);
   const objects: Manifest[] = [
@@ -360,6 +370,7 @@ export async function main(args: string[]): Promise<number> {
       apiServerSources: a.apiServerSources,
       ha: a.ha,
       values: await readValues(a.valuesFile),
+      multiclusterGatewayTrust: a.multiclusterGatewayTrust,
     });
     return 0;
   } catch (e) {

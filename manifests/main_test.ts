@@ -83,3 +83,21 @@ Deno.test("--ha, --values and render's --nodes (issue 19); a misspelt flag gets 
     await Deno.remove(f);
   }
 });
+
+Deno.test("--multicluster-gateway-trust: off by default, a switch of deploy and render, not of undeploy (issue 23)", () => {
+  assert.equal(parseArgs(["deploy"], env).multiclusterGatewayTrust, false);
+  assert.equal(parseArgs(["deploy", "--multicluster-gateway-trust"], env).multiclusterGatewayTrust, true);
+  assert.equal(
+    parseArgs(["deploy", "--multicluster-gateway-trust=false"], env).multiclusterGatewayTrust,
+    false,
+  );
+  assert.equal(parseArgs(["render", "--multicluster-gateway-trust"], env).multiclusterGatewayTrust, true);
+  assert.throws(
+    () => parseArgs(["undeploy", "--multicluster-gateway-trust"], env),
+    (e: Error) => e instanceof UsageError && /unknown flag --multicluster-gateway-trust/.test(e.message),
+  );
+  assert.throws(
+    () => parseArgs(["deploy", "--multicluster-gateway-trust=yes"], env),
+    (e: Error) => e instanceof UsageError && /"yes" is not true or false/.test(e.message),
+  );
+});

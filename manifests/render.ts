@@ -23,6 +23,7 @@ import { defaultInjectorConfig, type InjectorConfig } from "../control/injector/
 import { PROXY_CONTAINER } from "../control/injector/decision.ts";
 import { imageTag } from "../control/injector/image_tag.ts";
 import { Annotations } from "../proto/annotations.ts";
+import { multiclusterGatewayIdentity } from "../proto/multicluster.ts";
 import { applyJsonPatch } from "./json_patch.ts";
 import { describe, type Manifest, ManifestError } from "./kinds.ts";
 import type { IdentityMaterial, Pair } from "./certs.ts";
@@ -57,6 +58,11 @@ export interface RenderParams {
   nativeSidecars: boolean;
   /** PEM of the CA that signed the webhook serving certificates. */
   webhookCaPem: string;
+  /**
+   * deploy's --multicluster-gateway-trust (issue 23): the injector gives every proxy it injects the
+   * multicluster gateway's identity as one that may forward callers' identities. Off, no proxy trusts it.
+   */
+  multiclusterGatewayTrust?: boolean;
 }
 
 /** Parses multi-document YAML; empty documents (comments only) are skipped. */
@@ -201,6 +207,17 @@ async function injectTemplate(m: Manifest, p: RenderParams): Promise<void> {
   tpl.spec = out.spec as PodTemplate["spec"];
 }
 
+/** The injector's flag that makes proxies trust the multicluster gateway, as deploy renders it. */
+export function gatewayTrustFlag(): string {
+  return `--trusted-gateway-identities=${multiclusterGatewayIdentity(NAMESPACE, TRUST_DOMAIN)}`;
+}
+
+/** The injector's command gets the gateway trust flag only when asked (the shipped manifest has none). */
+function addGatewayTrust(c: V1Container, p: RenderParams): void {
+  if (!p.multiclusterGatewayTrust || c.command?.[0] !== "weft-control" || c.command[1] !== "injector") return;
+  c.command = [...c.command, gatewayTrustFlag()];
+}
+
 /** Renders the control plane's YAML for this cluster (inputs are not modified). */
 export async function renderControlPlane(docs: Manifest[], p: RenderParams): Promise<Manifest[]> {
   const out = structuredClone(docs);
@@ -208,7 +225,10 @@ export async function renderControlPlane(docs: Manifest[], p: RenderParams): Pro
     if (m.kind === "Deployment") {
       await injectTemplate(m, p);
       const tpl = (m.spec as { template: PodTemplate }).template;
-      for (const c of allContainers(tpl.spec)) substituteImage(c, p);
+      for (const c of allContainers(tpl.spec)) {
+        substituteImage(c, p);
+        addGatewayTrust(c, p);
+      }
       if (p.imageDigest) {
         tpl.metadata ??= {};
         tpl.metadata.annotations = { ...tpl.metadata.annotations, [IMAGE_DIGEST_ANNOTATION]: p.imageDigest };

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { V1Container } from "@kubernetes/client-node";
 import { controlPlaneNames } from "../control/injector/config.ts";
 import { INIT_CONTAINER, PROXY_CONTAINER } from "../control/injector/decision.ts";
+import { parseInjectorArgs } from "../control/injector/flags.ts";
 import { ProxyEnv } from "../proto/env.ts";
 import { LeaderLeases } from "../proto/control_plane.ts";
 import { Ports } from "../proto/ports.ts";
@@ -529,4 +530,35 @@ Deno.test("the control plane's proxies record their image's tag as linkerd.io/pr
   }
   const dev = (await render({ image: "localhost/weft:dev" })).filter((o) => o.kind === "Deployment") as Obj[];
   for (const d of dev) assert.equal(d.spec.template.metadata.annotations["linkerd.io/proxy-version"], "dev");
+});
+
+Deno.test("--multicluster-gateway-trust puts the gateway's identity in the injector's flags, and only there (issue 23)", async () => {
+  const gw = `weft-gateway.weft-multicluster.serviceaccount.identity.${NAMESPACE}.${TRUST_DOMAIN}`;
+  const flagOf = (objs: Manifest[]) =>
+    (objs as Obj[]).filter((o) => o.kind === "Deployment").flatMap((d) =>
+      containersOf(d).flatMap((c) =>
+        (c.command ?? []).filter((w) => w.startsWith("--trusted-gateway-identities")).map((w) =>
+          `${d.metadata.name}/${c.name} ${w}`
+        )
+      )
+    );
+  // Without the flag nothing trusts the gateway: neither the injector's flags nor the control plane's proxies.
+  assert.deepEqual(flagOf(objects), []);
+  for (const d of of("Deployment")) {
+    for (const c of containersOf(d)) {
+      assert.equal(env(c, "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES"), undefined);
+    }
+  }
+  const trusting = await render({ multiclusterGatewayTrust: true });
+  assert.deepEqual(flagOf(trusting), [
+    `weft-proxy-injector/proxy-injector --trusted-gateway-identities=${gw}`,
+  ]);
+  const injector = (trusting as Obj[]).find((o) =>
+    o.kind === "Deployment" && o.metadata.name === "weft-proxy-injector"
+  );
+  const words = containersOf(injector).find((c) => c.name === "proxy-injector")!.command!;
+  assert.deepEqual(words.slice(0, 2), ["weft-control", "injector"]);
+  // The injector's own parser reads it back as the list the patch puts on proxies.
+  assert.deepEqual(parseInjectorArgs(words.slice(2), {}).base.trustedGatewayIdentities, [gw]);
+  assert.deepEqual(flagOf(await render({ multiclusterGatewayTrust: false })), []);
 });

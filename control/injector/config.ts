@@ -50,6 +50,12 @@ export interface InjectorConfig {
   resources: ResourceSpec;
   /** Namespaces whose pods are never injected (the control plane's own, kube-system). */
   excludedNamespaces: string[];
+  /**
+   * Identities proxies let forward a caller's identity (WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES).
+   * Empty by default: trusting a gateway is an explicit control-plane choice (issue 23), since anyone
+   * who can run a pod under that identity could otherwise impersonate any caller.
+   */
+  trustedGatewayIdentities: string[];
 }
 
 /** Names of the control-plane services and their identities; the manifests create exactly these. */
@@ -97,5 +103,6 @@ export function defaultInjectorConfig(trustAnchorsPem: string): InjectorConfig {
     logFormat: "plain",
     resources: { cpuRequest: "20m", memoryRequest: "32Mi", memoryLimit: "256Mi" },
     excludedNamespaces: ["kube-system", "weft"],
+    trustedGatewayIdentities: [],
   };
 }

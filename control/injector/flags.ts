@@ -59,7 +59,9 @@ const PROXY_FLAGS_USAGE =
   --default-opaque-ports=25,587,3306,... --ignore-inbound-ports= --ignore-outbound-ports=   (ports, ranges)
   --proxy-log-level=warn,linkerd=info,weft=info --proxy-log-format=plain|json
   --proxy-cpu-request=20m --proxy-cpu-limit= --proxy-memory-request=32Mi --proxy-memory-limit=256Mi
-  --proxy-uid=2102`;
+  --proxy-uid=2102
+  --trusted-gateway-identities=ID,...   identities proxies let forward a caller's identity
+                                        (multicluster gateways; default none)`;
 
 export const INJECTOR_USAGE = `usage: control/main.ts injector [flags]
   --addr=0.0.0.0:8443                   HTTPS AdmissionReview webhook, path /inject
@@ -102,6 +104,7 @@ const PROXY_FLAGS: readonly FlagSpec[] = [
   flag("proxy-memory-request"),
   flag("proxy-memory-limit"),
   flag("proxy-uid"),
+  flag("trusted-gateway-identities"),
 ];
 const SERVER_FLAGS: readonly FlagSpec[] = [
   flag("addr"),
@@ -257,6 +260,8 @@ function parseProxyFlags(f: Flags): { base: BaseConfig; native?: string; anchors
     logFormat,
     resources,
     excludedNamespaces: ["kube-system", controlPlaneNamespace],
+    trustedGatewayIdentities: (get("trusted-gateway-identities") ?? "").split(",").map((s) => s.trim())
+      .filter((s) => s !== "").map((id) => dnsName(id, "trusted-gateway-identities")),
   };
   return {
     base,

@@ -120,3 +120,28 @@ Deno.test("--disable-ipv6 turns the pods' IPv6 proxying off (default on); anythi
     return true;
   });
 });
+
+Deno.test("--trusted-gateway-identities: none by default; a comma list otherwise, in the server and the CLI (issue 23)", () => {
+  const gw = "weft-gateway.weft-multicluster.serviceaccount.identity.weft.cluster.local";
+  assert.deepEqual(parseInjectorArgs([], {}).base.trustedGatewayIdentities, []);
+  assert.deepEqual(parseCliArgs(["--trust-anchors-file=x"], {}).base.trustedGatewayIdentities, []);
+  assert.deepEqual(
+    parseInjectorArgs(["--trusted-gateway-identities="], {}).base.trustedGatewayIdentities,
+    [],
+  );
+  assert.deepEqual(
+    parseInjectorArgs([`--trusted-gateway-identities=${gw}, other.ns.serviceaccount.identity.weft.td`], {})
+      .base
+      .trustedGatewayIdentities,
+    [gw, "other.ns.serviceaccount.identity.weft.td"],
+  );
+  assert.deepEqual(
+    parseCliArgs(["--trust-anchors-file=x", `--trusted-gateway-identities=${gw}`], {}).base
+      .trustedGatewayIdentities,
+    [gw],
+  );
+  assert.throws(
+    () => parseInjectorArgs(["--trusted-gateway-identities=Not An Identity"], {}),
+    /--trusted-gateway-identities: "Not An Identity" is not a DNS name/,
+  );
+});

@@ -5,7 +5,6 @@
 import type { V1Container, V1EnvVar, V1Pod, V1Probe } from "@kubernetes/client-node";
 import { Annotations, Labels } from "../../proto/annotations.ts";
 import { ProxyEnv, WeftProxyEnv } from "../../proto/env.ts";
-import { multiclusterGatewayIdentity } from "../../proto/multicluster.ts";
 import { Ports } from "../../proto/ports.ts";
 import { destinationContext, policyWorkload } from "../../proto/proxy_workload.ts";
 import { controlPlaneNames, type InjectorConfig, type ResourceSpec } from "./config.ts";
@@ -171,11 +170,14 @@ function proxyContainer(pod: V1Pod, e: Effective): V1Container {
     { name: ProxyEnv.controlListenAddr, value: listen.control },
     // Tap is served to this identity only (Linkerd's LINKERD2_PROXY_TAP_SVC_NAME).
     { name: ProxyEnv.tapSvcName, value: names.tapName },
-    // Multicluster (issue 23): only the gateway weft installs may forward a caller's identity.
-    {
-      name: WeftProxyEnv.inboundTrustedGatewayIdentities,
-      value: multiclusterGatewayIdentity(cfg.controlPlaneNamespace, cfg.trustDomain),
-    },
+    // Multicluster (issue 23): only gateways the control plane was deployed to trust may forward a
+    // caller's identity; none unless asked (`--trusted-gateway-identities`).
+    ...(cfg.trustedGatewayIdentities.length > 0
+      ? [{
+        name: WeftProxyEnv.inboundTrustedGatewayIdentities,
+        value: cfg.trustedGatewayIdentities.join(","),
+      }]
+      : []),
     // Linkerd's gateway proxies (config.linkerd.io/enable-gateway): forward to local Services.
     ...(ov.gateway
       ? [

@@ -248,19 +248,29 @@ Deno.test("config.linkerd.io/access-log sets LINKERD2_PROXY_ACCESS_LOG (pod over
   );
 });
 
-Deno.test("multicluster: every proxy trusts weft's gateway identity; config.linkerd.io/enable-gateway makes a gateway", async () => {
-  const proxyEnv = async (podAnn: Record<string, string>) => {
+Deno.test("multicluster: proxies trust no gateway unless configured (issue 23); config.linkerd.io/enable-gateway makes a gateway", async () => {
+  const gwId =
+    `weft-gateway.weft-multicluster.serviceaccount.identity.${cfg.controlPlaneNamespace}.${cfg.trustDomain}`;
+  const proxyEnv = async (podAnn: Record<string, string>, trusted: string[] = []) => {
     const pod = await readPod("web");
     pod.metadata!.annotations = podAnn;
-    const res = await buildPatch(pod, ns("weft-multicluster"), cfg);
+    const res = await buildPatch(pod, ns("weft-multicluster"), { ...cfg, trustedGatewayIdentities: trusted });
     assert.ok(res.ok);
     if (!res.ok) throw new Error("refused");
     return applyPatch(pod, res.patch).spec!.initContainers![1];
   };
   const plain = await proxyEnv({});
+  assert.equal(env(plain, "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES"), undefined);
   assert.equal(
-    env(plain, "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES"),
-    `weft-gateway.weft-multicluster.serviceaccount.identity.${cfg.controlPlaneNamespace}.${cfg.trustDomain}`,
+    env(await proxyEnv({}, [gwId]), "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES"),
+    gwId,
+  );
+  assert.equal(
+    env(
+      await proxyEnv({}, [gwId, "b.ns.serviceaccount.identity.weft.td"]),
+      "WEFT_PROXY_INBOUND_TRUSTED_GATEWAY_IDENTITIES",
+    ),
+    `${gwId},b.ns.serviceaccount.identity.weft.td`,
   );
   assert.equal(env(plain, "WEFT_PROXY_INBOUND_GATEWAY"), undefined);
   assert.equal(env(plain, "LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES"), undefined);

@@ -10,6 +10,7 @@ import { describe, type Manifest, sortForApply } from "../kinds.ts";
 import type { ApplyResult, Kube } from "../kube.ts";
 import { loadDir, renderControlPlane, TRUST_ROOTS_CONFIGMAP, TRUST_ROOTS_KEY } from "../render.ts";
 import { GATEWAY_NAME, installObjects, MC_NAMESPACE } from "./install.ts";
+import { gatewayTrustWarning } from "./gateway_trust.ts";
 import { type MeshFacts, readMeshFacts } from "./mesh_facts.ts";
 import { waitRolledOut } from "./rollout.ts";
 
@@ -28,6 +29,8 @@ export interface InstallOptions {
 export interface InstallSummary {
   applied: { object: string; result: ApplyResult }[];
   facts: MeshFacts;
+  /** Things the installer should know, e.g. that this cluster's proxies do not trust the gateway. */
+  warnings: string[];
   ms: number;
 }
 
@@ -109,7 +112,8 @@ export async function install(kube: Kube, o: InstallOptions): Promise<InstallSum
   if (o.gateway && o.wait !== false) {
     await waitRolledOut(kube, MC_NAMESPACE, GATEWAY_NAME, o.timeoutMs, o.status);
   }
-  return { applied, facts, ms: Date.now() - t0 };
+  const trust = gatewayTrustWarning(facts, o.gateway);
+  return { applied, facts, warnings: trust ? [trust] : [], ms: Date.now() - t0 };
 }
 
 async function waitEstablished(kube: Kube, crd: Manifest, timeoutMs: number): Promise<void> {

@@ -140,7 +140,11 @@ Deno.test("mesh facts from the injector's flags", () => {
     image: "localhost/weft:x1",
     imagePullPolicy: "Never",
     imageDigest: "sha256:abc",
+    trustedGatewayIdentities: [],
   });
+  const trusting = structuredClone(d);
+  trusting.spec.template.spec.containers[0].command.push("--trusted-gateway-identities=a.b, c.d");
+  assert.deepEqual(factsFromInjector(trusting).trustedGatewayIdentities, ["a.b", "c.d"]);
   assert.throws(() => factsFromInjector({ spec: {} }), /--proxy-image/);
 });
 
@@ -155,6 +159,7 @@ Deno.test("renderInstall: the gateway's proxy is rendered in, in gateway mode, w
     imagePullPolicy: "Never",
     nativeSidecars: true,
     anchorsPem: id.anchorsPem,
+    trustedGatewayIdentities: [],
   };
   const ms = await renderInstall(facts, { gateway: true, allowedIdentities: ["*"] });
   const dep = find(ms, "Deployment", GATEWAY_NAME);

@@ -24,6 +24,8 @@ export interface MeshFacts {
   imageDigest?: string;
   nativeSidecars: boolean;
   anchorsPem: string;
+  /** The injector's --trusted-gateway-identities: whom injected proxies let forward a caller's identity. */
+  trustedGatewayIdentities: string[];
 }
 
 export const INJECTOR_DEPLOYMENT = "weft-proxy-injector";
@@ -62,6 +64,8 @@ export function factsFromInjector(d: DeploymentLike): Omit<MeshFacts, "nativeSid
     image,
     imagePullPolicy: pull as PullPolicy,
     ...(digest ? { imageDigest: digest } : {}),
+    trustedGatewayIdentities: (f.get("trusted-gateway-identities") ?? "").split(",").map((s) => s.trim())
+      .filter((s) => s !== ""),
   };
 }
 

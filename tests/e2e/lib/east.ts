@@ -107,6 +107,8 @@ export async function ensureEast(log: (s: string) => void): Promise<{ upMs: numb
       `--issuer-cert=${dir}/issuer.crt`,
       `--issuer-key=${dir}/issuer.key`,
       "--prometheus=none",
+      // East's Services are reached through its gateway: its proxies must believe the identities it forwards.
+      "--multicluster-gateway-trust",
     ], "deploy to east");
   } finally {
     await Deno.remove(dir, { recursive: true });
