@@ -12,6 +12,8 @@ import type { Obj } from "./objects.ts";
 import { type CheckContext, type CheckResult, result } from "./result.ts";
 
 const GROUP = "metrics store";
+/** Down targets looked up by pod, at most (a check must stay quick when many are down). */
+const MAX_POD_LOOKUPS = 20;
 
 export interface ActiveTarget {
   labels: Record<string, string>;
@@ -20,8 +22,19 @@ export interface ActiveTarget {
   lastError?: string;
 }
 
-/** Judges the targets: any down fails (named, with the error); only not-yet-scraped ones warn. */
-export function judgeTargets(targets: ActiveTarget[]): { outcome: "ok" | "warn" | "fail"; detail: string } {
+/** `namespace/pod` of a pod target (the scrape config's labels), or undefined for other targets. */
+export function podOf(t: ActiveTarget): string | undefined {
+  return t.labels.namespace && t.labels.pod ? `${t.labels.namespace}/${t.labels.pod}` : undefined;
+}
+
+/**
+ * Judges the targets: any down fails (named, with the error); only not-yet-scraped ones warn, and so do down
+ * targets whose pod is `leaving` (deleted or terminating): Prometheus keeps them until its discovery drops them.
+ */
+export function judgeTargets(
+  targets: ActiveTarget[],
+  leaving: ReadonlySet<string> = new Set(),
+): { outcome: "ok" | "warn" | "fail"; detail: string } {
   const byJob = new Map<string, { up: number; all: number }>();
   for (const t of targets) {
     const j = byJob.get(t.labels.job ?? "?") ?? { up: 0, all: 0 };
@@ -30,7 +43,9 @@ export function judgeTargets(targets: ActiveTarget[]): { outcome: "ok" | "warn" 
     byJob.set(t.labels.job ?? "?", j);
   }
   const summary = [...byJob].map(([job, n]) => `${job} ${n.up}/${n.all}`).join(", ");
-  const down = targets.filter((t) => t.health === "down");
+  const isLeaving = (t: ActiveTarget) => leaving.has(podOf(t) ?? "");
+  const down = targets.filter((t) => t.health === "down" && !isLeaving(t));
+  const left = targets.filter((t) => t.health === "down" && isLeaving(t)).length;
   if (!targets.some((t) => t.labels.job === "linkerd-proxy")) {
     return { outcome: "fail", detail: `no proxy target discovered (${summary || "no targets"})` };
   }
@@ -41,7 +56,13 @@ export function judgeTargets(targets: ActiveTarget[]): { outcome: "ok" | "warn" 
     return { outcome: "fail", detail: `${down.length} target(s) down: ${who.join("; ")}; ${summary}` };
   }
   const unknown = targets.filter((t) => t.health === "unknown").length;
-  if (unknown) return { outcome: "warn", detail: `${unknown} target(s) not scraped yet; ${summary}` };
+  if (unknown || left) {
+    const parts = [
+      ...(unknown ? [`${unknown} target(s) not scraped yet`] : []),
+      ...(left ? [`${left} target(s) of deleted or terminating pods not dropped yet`] : []),
+    ];
+    return { outcome: "warn", detail: `${parts.join(", ")}; ${summary}` };
+  }
   return { outcome: "ok", detail: `every target up: ${summary}` };
 }
 
@@ -81,6 +102,15 @@ export async function checkMetricsStore(ctx: CheckContext): Promise<CheckResult 
     );
   }
   const targets = (JSON.parse(r.text) as { data: { activeTargets: ActiveTarget[] } }).data.activeTargets;
-  const j = judgeTargets(targets);
+  // A down target whose pod is gone or terminating is the discovery's lag, not a broken proxy.
+  const leaving = new Set<string>();
+  for (const t of targets.filter((t) => t.health === "down").slice(0, MAX_POD_LOOKUPS)) {
+    const key = podOf(t);
+    if (!key) continue;
+    const [ns, name] = key.split("/");
+    const pod = await ctx.kube.get<Obj>(`/api/v1/namespaces/${ns}/pods/${name}`);
+    if (!pod || pod.metadata?.deletionTimestamp) leaving.add(key);
+  }
+  const j = judgeTargets(targets, leaving);
   return result(GROUP, "embedded Prometheus", j.outcome, `pod ready; ${j.detail}`);
 }

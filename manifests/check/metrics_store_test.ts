@@ -31,3 +31,18 @@ Deno.test("metrics store check: not yet scraped warns; no proxy target at all fa
   equal(judgeTargets([t("linkerd-proxy", "unknown", "a")]).outcome, "warn");
   equal(judgeTargets([t("prometheus", "up")]).outcome, "fail");
 });
+
+Deno.test("metrics store check: a down target whose pod is deleted or terminating warns; others still fail", () => {
+  const pod = (name: string, health: ActiveTarget["health"]): ActiveTarget => ({
+    labels: { job: "linkerd-proxy", namespace: "ns", pod: name },
+    scrapeUrl: `http://10.0.0.2:4191/metrics`,
+    health,
+    lastError: "connection refused",
+  });
+  const leaving = new Set(["ns/old"]);
+  const j = judgeTargets([pod("a", "up"), pod("old", "down")], leaving);
+  equal(j.outcome, "warn");
+  match(j.detail, /1 target\(s\) of deleted or terminating pods not dropped yet/);
+  equal(judgeTargets([pod("a", "up"), pod("old", "down"), pod("b", "down")], leaving).outcome, "fail");
+  equal(judgeTargets([pod("a", "up"), pod("old", "down")]).outcome, "fail");
+});

@@ -3,12 +3,12 @@
 // caller's identity on the server side. On the local cluster a worker node is added for the test when there
 // is none (tests/e2e/lib/nodes.ts).
 import assert from "node:assert/strict";
-import { inNamespace, type Json, kjson, requireMesh } from "./lib/kube.ts";
+import { inNamespace, type Json, kjson, kubectl, requireMesh } from "./lib/kube.ts";
 import { delta, fmtCounts, loadCounts, startDemoLoad } from "./lib/demo_load.ts";
 import { placeOn, twoNodesUnavailable, withTwoNodes } from "./lib/nodes.ts";
 import { waitForMetric } from "./lib/mesh.ts";
 import { identityOf } from "./lib/workloads.ts";
-import { sleep } from "./lib/wait.ts";
+import { sleep, waitFor } from "./lib/wait.ts";
 import { sum } from "./lib/prom.ts";
 
 const unavailable = await twoNodesUnavailable().catch((e) => `${e}`);
@@ -22,7 +22,9 @@ Deno.test({
   fn: async () => {
     await requireMesh();
     await withTwoNodes(async ({ main, other }) => {
+      let used = "";
       await inNamespace("e2e-xnode", { inject: true }, async (ns) => {
+        used = ns;
         // Clients on `other`, servers on `main`; api on `other`, so web -> api crosses back.
         const placement: Record<string, string> = {
           "web-load": other,
@@ -80,6 +82,14 @@ Deno.test({
           );
         }
       });
+      // The worker leaves next: its pods must be gone first, or they stay Running on a deleted node until the
+      // pod GC removes them, and the metrics store reports their targets down (seen failing the dashboard's
+      // overview check, which runs right after this test).
+      await waitFor(
+        `namespace ${used} deleted`,
+        async () => (await kubectl(["get", "namespace", used])).code !== 0,
+        { timeoutMs: 120_000 },
+      );
     });
   },
 });
