@@ -7,7 +7,7 @@
  * handlers only record the newest Link and wake the supervising loop.
  */
 import { KubeConfig } from "@kubernetes/client-node";
-import { type EventSource, Informer, type KubeObject } from "../k8s/mod.ts";
+import { type EventSource, Informer, kubeConfigFromText, type KubeObject } from "../k8s/mod.ts";
 import { type Link, LinkError, type LinkObject, parseLink } from "./link.ts";
 import type { ServiceMirrorMetrics } from "./metrics.ts";
 import type { MirrorApi } from "./mirror_api.ts";
@@ -42,10 +42,14 @@ export interface ControllerOptions {
 export function remoteKubeConfig(secret: SecretObject, what: string): KubeConfig {
   const b64 = secret.data?.kubeconfig;
   if (!b64) throw new LinkError(`${what} has no kubeconfig key`);
-  const kc = new KubeConfig();
-  kc.loadFromString(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))));
-  if (!kc.getCurrentCluster()) throw new LinkError(`${what}: kubeconfig has no current cluster`);
-  return kc;
+  try {
+    return kubeConfigFromText(
+      new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))),
+      what,
+    );
+  } catch (e) {
+    throw new LinkError((e as Error).message);
+  }
 }
 
 function sameSpec(a: Link, b: Link): boolean {

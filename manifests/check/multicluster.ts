@@ -11,7 +11,7 @@
  *
  * Used by `weft multicluster check` and by mesh:check when links exist.
  */
-import { KubeConfig } from "@kubernetes/client-node";
+import { kubeConfigFromText } from "../../control/k8s/kubeconfig.ts";
 import { SERVICE_MIRROR_ADMIN_PORT } from "../../control/multicluster/config.ts";
 import { Labels, type LinkObject, parseLink, selectorString } from "../../control/multicluster/link.ts";
 import { rolledOut } from "../deploy.ts";
@@ -21,6 +21,7 @@ import { MC_NAMESPACE } from "../multicluster/install.ts";
 import { CREDENTIALS_KEY } from "../multicluster/link.ts";
 import { serviceMirrorName } from "../multicluster/service_mirror.ts";
 import { readAnchors } from "../multicluster/mesh_facts.ts";
+import { unb64 } from "./objects.ts";
 import { type CheckContext, type CheckResult, guarded, result } from "./result.ts";
 
 const GROUP = "multicluster";
@@ -43,9 +44,7 @@ export async function remoteKube(kube: Kube, secretName: string, timeoutMs = 10_
   );
   const data = s?.data?.[CREDENTIALS_KEY];
   if (!data) throw new Error(`no Secret ${MC_NAMESPACE}/${secretName} with a ${CREDENTIALS_KEY} key`);
-  const kc = new KubeConfig();
-  kc.loadFromString(new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0))));
-  return new Kube(kc, timeoutMs);
+  return new Kube(kubeConfigFromText(unb64(data), `Secret ${MC_NAMESPACE}/${secretName}`), timeoutMs);
 }
 
 /** `gateway_alive{target_cluster_name="<name>"}` and the probe latency sum/count from a metrics text (pure). */

@@ -3,6 +3,7 @@
  * target), checks the two meshes share a trust anchor, and writes the credentials, the Link and the link's service
  * mirror into the source. Each phase is timed: link set-up time is one of issue 23's figures.
  */
+import { unb64 } from "../check/objects.ts";
 import { describe, type Manifest } from "../kinds.ts";
 import type { Kube } from "../kube.ts";
 import { requireSharedAnchor } from "./anchors.ts";
@@ -47,10 +48,6 @@ export interface LinkTimings {
   /** Until the service mirror Deployment rolled out (0 without --wait). */
   readyMs: number;
   totalMs: number;
-}
-
-function unb64(s: string): string {
-  return new TextDecoder().decode(Uint8Array.from(atob(s), (c) => c.charCodeAt(0)));
 }
 
 interface SecretLike {
