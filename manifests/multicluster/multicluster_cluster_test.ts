@@ -56,11 +56,22 @@ Deno.test({
       const node =
         (await kube.list<{ status: { addresses: { type: string; address: string }[] } }>("/api/v1/nodes"))
           .map((n) => n.status.addresses.find((a) => a.type === "InternalIP")?.address)[0];
-      const probe = await fetch(`http://${node}:${PROBE_NODE_PORT}/ready`, {
-        signal: AbortSignal.timeout(5000),
-      });
-      assert.equal(probe.status, 200, "the gateway's proxy answers its probe on the node port");
-      await probe.body?.cancel();
+      // When install rolled the gateway (a new image since the last run), the node port can still lead to the
+      // old pod for a moment after the rollout: wait, bounded, for the probe to answer 200.
+      let status = 0;
+      await until("the gateway's probe on the node port", async () => {
+        try {
+          const probe = await fetch(`http://${node}:${PROBE_NODE_PORT}/ready`, {
+            signal: AbortSignal.timeout(5000),
+          });
+          status = probe.status;
+          await probe.body?.cancel();
+        } catch {
+          status = 0;
+        }
+        return status === 200 ? true : undefined;
+      }, 30_000).catch(() => {});
+      assert.equal(status, 200, "the gateway's proxy answers its probe on the node port");
 
       const r = await link(
         kube,
