@@ -11,7 +11,7 @@
  * different places and share it through `controlMetricsFor`.
  */
 import type { HttpService } from "../http/message.ts";
-import { DEFAULT_RETAIN_IDLE_MS, RequestFamilies, type RequestMetrics } from "./http_families.ts";
+import { RequestFamilies, type RequestMetrics } from "./http_families.ts";
 import { recordRequests } from "./http_recorder.ts";
 import type { Registry } from "./registry.ts";
 
@@ -26,7 +26,11 @@ export class ControlMetrics {
   readonly #families: RequestFamilies;
 
   constructor(registry: Registry, now: () => number = () => performance.now()) {
-    this.#families = new RequestFamilies(registry, "control_", true, now, DEFAULT_RETAIN_IDLE_MS);
+    // Never idle-evicted. Linkerd drops an idle series only when no stack holds its handle, and
+    // these handles (one per configured controller) are held for the proxy's life. Evicted, the
+    // identity client's series (one Certify a day) vanished from the exposition, and its next
+    // Certify brought back its start-up failures with it, which read as new failures.
+    this.#families = new RequestFamilies(registry, "control_", true, now, Infinity);
   }
 
   /** The handle for one controller (built once per client, not per call). */

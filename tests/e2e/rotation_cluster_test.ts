@@ -147,7 +147,7 @@ async function errorCounts(pods: Json[]): Promise<Map<string, ErrorCount>> {
 }
 
 /**
- * Why three counts are printed and not asserted: none involves a certificate, so none is a TLS or trust
+ * Why two counts are printed and not asserted: none involves a certificate, so none is a TLS or trust
  * failure, which is what a rotation can cause.
  * - `detect_timeout`: the client sent nothing within the detect timeout. Outbound, detection reads the
  *   application's plaintext before any TLS; inbound, it starts only after the TLS handshake succeeded (or on a
@@ -163,18 +163,13 @@ async function errorCounts(pods: Json[]): Promise<Map<string, ErrorCount>> {
  *   loop) gives the connect a grace period before failing it (proxy/transport/connect_test.ts). Still printed
  *   rather than asserted: the CI run's logs were not kept, so that cause is likely, not proven. The proxy logs
  *   each one (`refused: connect to …`) and the test prints those lines: which peer, which error.
- * - `control_response_total` failures with no gRPC answer on a loopback plaintext control hop (the identity
- *   pod's proxy calling its own identity container at `localhost.:8080`): no certificate is on that hop, and a
- *   Certify that identity refused would carry a grpc-status (and count in identity's rejected total, which is
- *   asserted). Seen once in CI (+5 on the identity pod's proxy, every renewal still succeeded, identity logged
- *   no error); the cause is not found yet, so they are printed for the next run to explain.
+ * `control_response_total` failures are asserted on every hop, loopback included. CI twice counted some (+5 on
+ * the identity pod's proxy, later +5/+6 on four control-plane proxies) with no Certify failing: they were start-up
+ * failures coming back. The proxy idle-evicted its control series and revived them, counts kept, at
+ * the next Certify, so a series missing before the rotation reappeared with its old count. Control series are
+ * no longer evicted (proxy/metrics/control_metrics.ts, as Linkerd keeps a series whose handle is held).
  * Anything else, on any proxy, fails the test.
  */
-function isLoopbackControlFailure(c: ErrorCount): boolean {
-  return c.key.includes(" control_response_total{") && c.labels.no_tls_reason === "loopback" &&
-    c.labels.grpc_status === "";
-}
-
 function isLocalConnect(c: ErrorCount): boolean {
   return c.key.includes(" inbound_tcp_errors_total{") && c.labels.error === "connect" &&
     (c.labels.target_addr ?? "").startsWith(`${c.podIP}:`);
@@ -188,7 +183,7 @@ function newErrors(
   for (const [k, c] of after) {
     const d = c.value - (before.get(k)?.value ?? 0);
     if (d <= 0) continue;
-    if (c.labels.error === "detect_timeout" || isLocalConnect(c) || isLoopbackControlFailure(c)) {
+    if (c.labels.error === "detect_timeout" || isLocalConnect(c)) {
       excluded.push({ ...c, value: d });
     } else errors.push(`${k} +${d}`);
   }
