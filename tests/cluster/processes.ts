@@ -21,8 +21,11 @@ const pidFile = (name: string) => join(RUN_DIR, `${name}.pid`);
 /** The pid of a running component, checked against /proc so a stale pid file or a reused pid does not count. */
 export async function runningPid(name: string, binary?: string): Promise<number | undefined> {
   let pid: number;
+  let written: number;
   try {
-    pid = Number((await Deno.readTextFile(pidFile(name))).trim());
+    const pf = pidFile(name);
+    pid = Number((await Deno.readTextFile(pf)).trim());
+    written = (await Deno.stat(pf)).mtime?.getTime() ?? 0;
   } catch {
     return undefined;
   }
@@ -33,7 +36,37 @@ export async function runningPid(name: string, binary?: string): Promise<number 
     // A zombie is not running.
     if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return undefined;
     if (binary && !cmdline.split("\0")[0].endsWith(binary.split("/").pop()!)) return undefined;
+    // The same binary is not enough: after a reboot with /run kept, east's etcd.pid named west's etcd (both
+    // are `etcd`), so east skipped starting its own, and `down` would have stopped west's.
+    if (!(await startedBy(pid, written))) return undefined;
     return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Slack for clock-tick rounding between the process start time and the pid file's mtime. */
+const START_SLACK_MS = 2000;
+
+/**
+ * Whether process `pid` existed when its pid file was written (at `writtenMs`): the file is written by the
+ * process itself (the shell before its exec), so a process that started later only reuses the number.
+ */
+export async function startedBy(pid: number, writtenMs: number): Promise<boolean> {
+  const start = await processStartMs(pid);
+  return start !== undefined && start <= writtenMs + START_SLACK_MS;
+}
+
+/** When a process started (ms since the epoch), from /proc: boot time plus its start in clock ticks. */
+export async function processStartMs(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+    // Fields after the command's ")": state is field 3, starttime field 22.
+    const ticks = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]);
+    const btime = Number(/^btime (\d+)$/m.exec(await Deno.readTextFile("/proc/stat"))?.[1]);
+    if (!Number.isFinite(ticks) || !btime) return undefined;
+    // USER_HZ is 100 on every Linux ABI this runs on (x86-64, arm64).
+    return btime * 1000 + ticks * 10;
   } catch {
     return undefined;
   }
