@@ -9,7 +9,14 @@
  * awaiting them: a slow or unreachable cluster never holds up the event path, and a Secret whose
  * kubeconfig is bad is logged by name and skipped.
  */
-import { type EventSource, Informer, type KubeObject, objectKey, stripManagedFields } from "../k8s/mod.ts";
+import {
+  type EventSource,
+  Informer,
+  type KubeObject,
+  objectKey,
+  secretText,
+  stripManagedFields,
+} from "../k8s/mod.ts";
 import { ClusterState, type SourceFactory } from "./cluster_state.ts";
 import type { DestinationConfig } from "./config.ts";
 import { EndpointIndex } from "./endpoint_index.ts";
@@ -47,7 +54,7 @@ interface Entry {
 function decode(b64: string | undefined): string | undefined {
   if (b64 === undefined) return undefined;
   try {
-    return new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    return secretText(b64);
   } catch {
     return undefined;
   }

@@ -52,6 +52,7 @@ export { FakeEventSource } from "./fake_source.ts";
 export { type Indexer, Informer, type InformerOptions } from "./informer.ts";
 export { KubeApiSource, resourcePath, type ResourceRef } from "./api_source.ts";
 export { kubeConfigFromText, loadKubeConfig } from "./kubeconfig.ts";
+export { secretText } from "./secret_text.ts";
 export {
   type LeaderElectionOptions,
   LeaderElector,

@@ -7,7 +7,7 @@
  * handlers only record the newest Link and wake the supervising loop.
  */
 import { KubeConfig } from "@kubernetes/client-node";
-import { type EventSource, Informer, kubeConfigFromText, type KubeObject } from "../k8s/mod.ts";
+import { type EventSource, Informer, kubeConfigFromText, type KubeObject, secretText } from "../k8s/mod.ts";
 import { type Link, LinkError, type LinkObject, parseLink } from "./link.ts";
 import type { ServiceMirrorMetrics } from "./metrics.ts";
 import type { MirrorApi } from "./mirror_api.ts";
@@ -43,10 +43,7 @@ export function remoteKubeConfig(secret: SecretObject, what: string): KubeConfig
   const b64 = secret.data?.kubeconfig;
   if (!b64) throw new LinkError(`${what} has no kubeconfig key`);
   try {
-    return kubeConfigFromText(
-      new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))),
-      what,
-    );
+    return kubeConfigFromText(secretText(b64), what);
   } catch (e) {
     throw new LinkError((e as Error).message);
   }

@@ -1,12 +1,12 @@
 /** Reading the loosely typed API objects the checks look at (Secrets, Pods). */
 import type { Pair } from "../certs.ts";
+import { secretText } from "../../control/k8s/secret_text.ts";
 
 // deno-lint-ignore no-explicit-any
 export type Obj = any;
 
-export function unb64(s: string): string {
-  return new TextDecoder().decode(Uint8Array.from(atob(s), (c) => c.charCodeAt(0)));
-}
+/** A Secret's data value as text (the one decoder the control plane uses too). */
+export const unb64 = secretText;
 
 /** A certificate and key pair from a Secret's data keys, if both are there. */
 export function secretPair(s: Obj, crt: string, key: string): Pair | undefined {
